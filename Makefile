@@ -1,0 +1,21 @@
+# The two commands of this project (see README.md):
+#   make demo  - a local Kafka cluster, the collector, the Spark job, Prometheus, an incident
+#   make test  - the whole test suite (unit, property, and integration on real components)
+.PHONY: demo test lint bench setup
+
+setup:
+	scripts/bootstrap.sh
+
+demo: setup
+	.venv/bin/monitor demo
+
+test: setup
+	scripts/test.sh
+
+lint:
+	.venv/bin/ruff check monitor streaming tests bench
+	.venv/bin/ruff format --check monitor streaming tests bench
+	.venv/bin/mypy
+
+bench: setup
+	.venv/bin/python -m bench

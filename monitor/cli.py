@@ -1,0 +1,49 @@
+"""The `monitor` command: one entry point, each stage registers its own subcommands.
+
+Every command module exposes ``register(subparsers)``; it adds its parser(s) and sets
+``func`` (a callable taking the parsed ``argparse.Namespace`` and returning an exit code).
+Keeping registration in the stage's own module means stages can grow without touching
+this file beyond one import line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+# Modules that contribute subcommands, in the order they appear in `monitor --help`.
+COMMAND_MODULES: tuple[str, ...] = (
+    "monitor.commands.schema",
+    "monitor.commands.replay",
+    "monitor.lab.cli",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="monitor",
+        description="Kafka replication monitor: watermarks, ISR and leader epochs, per partition.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name in COMMAND_MODULES:
+        module = importlib.import_module(name)
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code: int = args.func(args)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    return code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,53 @@
+"""The watermark model: pure Python, no Spark, no Kafka client, no clock, no I/O.
+
+Drive it with :func:`step` (one partition) or :class:`ClusterModel` (many), feeding the
+event records of :mod:`monitor.model.events`; read findings and state back.
+"""
+
+from monitor.model.cluster import ClusterModel
+from monitor.model.config import KAFKA_REPLICA_LAG_TIME_MAX_MS, ModelConfig
+from monitor.model.events import (
+    BrokerReport,
+    ModelEvent,
+    PartitionMeta,
+    ReplicaReport,
+    TopicConfigReport,
+)
+from monitor.model.findings import (
+    EVENT_KINDS,
+    SEVERITY,
+    Finding,
+    FindingKind,
+    FindingState,
+    Severity,
+)
+from monitor.model.partition import Context, new_state, step, tick
+from monitor.model.rules import durability_profile, durability_risks
+from monitor.model.state import EpochEntry, PartitionState, ReplicaState, TopicConfig
+
+__all__ = [
+    "EVENT_KINDS",
+    "KAFKA_REPLICA_LAG_TIME_MAX_MS",
+    "SEVERITY",
+    "BrokerReport",
+    "ClusterModel",
+    "Context",
+    "EpochEntry",
+    "Finding",
+    "FindingKind",
+    "FindingState",
+    "ModelConfig",
+    "ModelEvent",
+    "PartitionMeta",
+    "PartitionState",
+    "ReplicaReport",
+    "ReplicaState",
+    "Severity",
+    "TopicConfig",
+    "TopicConfigReport",
+    "durability_profile",
+    "durability_risks",
+    "new_state",
+    "step",
+    "tick",
+]

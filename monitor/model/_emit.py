@@ -1,0 +1,104 @@
+"""Opening, updating and resolving conditions; emitting one-off events."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from monitor.model.findings import SEVERITY, Finding, FindingKind, FindingState, Severity
+from monitor.model.state import OpenCondition
+
+
+class Emitter:
+    """Collects the findings of one transition for one subject (partition/topic/broker)."""
+
+    __slots__ = ("cluster", "open", "out", "partition", "topic")
+
+    def __init__(
+        self,
+        cluster: str,
+        topic: str | None,
+        partition: int | None,
+        open_: dict[str, OpenCondition],
+        out: list[Finding],
+    ) -> None:
+        self.cluster = cluster
+        self.topic = topic
+        self.partition = partition
+        self.open = open_
+        self.out = out
+
+    def event(
+        self,
+        kind: FindingKind,
+        at: int,
+        details: dict[str, Any],
+        broker: int | None = None,
+        severity: Severity | None = None,
+    ) -> None:
+        self.out.append(
+            Finding(
+                kind,
+                FindingState.EVENT,
+                severity if severity is not None else SEVERITY[kind],
+                self.cluster,
+                self.topic,
+                self.partition,
+                at,
+                at,
+                broker,
+                details,
+            )
+        )
+
+    def condition(
+        self,
+        kind: FindingKind,
+        active: bool,
+        at: int,
+        details: dict[str, Any] | None = None,
+        broker: int | None = None,
+        severity: Severity | None = None,
+    ) -> None:
+        """Open ``kind`` if it becomes active, resolve it if it stops; else refresh numbers."""
+        key = kind.value if broker is None else f"{kind.value}:{broker}"
+        current = self.open.get(key)
+        if active:
+            details = details if details is not None else {}
+            if current is None:
+                sev = severity if severity is not None else SEVERITY[kind]
+                self.open[key] = OpenCondition(kind, sev, at, broker, details)
+                self.out.append(
+                    Finding(
+                        kind,
+                        FindingState.OPEN,
+                        sev,
+                        self.cluster,
+                        self.topic,
+                        self.partition,
+                        at,
+                        at,
+                        broker,
+                        details,
+                    )
+                )
+            else:
+                current.details = details
+        elif current is not None:
+            del self.open[key]
+            self.out.append(
+                Finding(
+                    kind,
+                    FindingState.RESOLVED,
+                    current.severity,
+                    self.cluster,
+                    self.topic,
+                    self.partition,
+                    at,
+                    current.opened_at,
+                    broker,
+                    {**current.details, "open_for_ms": at - current.opened_at},
+                )
+            )
+
+    def is_open(self, kind: FindingKind, broker: int | None = None) -> bool:
+        return (kind.value if broker is None else f"{kind.value}:{broker}") in self.open

@@ -1,0 +1,55 @@
+"""Thresholds of the model, with defaults tied to Kafka's own settings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: Kafka's default ``replica.lag.time.max.ms`` (30 s since Kafka 2.5; older articles say 10 s).
+KAFKA_REPLICA_LAG_TIME_MAX_MS = 30_000
+
+
+@dataclass(frozen=True, slots=True)
+class ModelConfig:
+    """How sensitive the model is. All times are milliseconds.
+
+    The lag thresholds default to Kafka's ``replica.lag.time.max.ms``: a follower that has
+    not caught up for that long is one Kafka itself would drop from the ISR, so anything
+    shorter is normal replication noise. Set them to at least three collection intervals:
+    telemetry is sampled, and a follower sampled just before a fetch looks briefly behind.
+    """
+
+    #: Follower not caught up to the leader's LEO for this long -> ``follower_lag``.
+    follower_lag_ms: int = KAFKA_REPLICA_LAG_TIME_MAX_MS
+    #: Optional offset threshold as well (off by default: offsets scale with throughput).
+    follower_lag_offsets: int | None = None
+    #: HW not caught up to the leader's LEO for this long -> ``hw_lag`` (acks=all stalls).
+    hw_lag_ms: int = KAFKA_REPLICA_LAG_TIME_MAX_MS
+    #: No telemetry for a partition or broker for this long -> ``stale_telemetry``.
+    stale_after_ms: int = 60_000
+    #: This many leader elections within ``flapping_window_ms`` -> ``leader_flapping``.
+    flapping_elections: int = 3
+    flapping_window_ms: int = 600_000
+    #: ``min.insync.replicas`` assumed until a ``topic_config`` event says otherwise
+    #: (Kafka's broker default is 1).
+    default_min_insync_replicas: int = 1
+    #: Epoch regressions are believed only when the lower epoch is observed this much later
+    #: than the higher one (several collectors may disagree by their clock skew).
+    clock_skew_ms: int = 5_000
+    #: Leader LEO samples kept per partition to turn offset lag into time lag.
+    leo_history: int = 32
+    #: Leader-epoch lineage entries kept per partition.
+    lineage_limit: int = 64
+    #: Kafka >= 0.11 truncates a returning follower to the new epoch's start offset
+    #: (KIP-101). Set False only to replay pre-epoch (HW-truncation) protocol walk-throughs:
+    #: then a replica ahead of a new epoch's start that rejoins without being seen to
+    #: truncate is reported as ``log_divergence``.
+    epoch_truncation: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("follower_lag_ms", "hw_lag_ms", "stale_after_ms", "flapping_window_ms"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"ModelConfig.{name} must be > 0, got {getattr(self, name)}")
+        if self.flapping_elections < 2:
+            raise ValueError("ModelConfig.flapping_elections must be >= 2")
+        if self.leo_history < 2:
+            raise ValueError("ModelConfig.leo_history must be >= 2")

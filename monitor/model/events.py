@@ -1,0 +1,73 @@
+"""The model's view of telemetry: plain, immutable records (no validation here).
+
+The wire contract with validation lives in :mod:`monitor.events`; adapters convert from
+it (or, in the Spark job, straight from already-typed rows) to these records. Times are
+integer milliseconds since the Unix epoch, taken from the events themselves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionMeta:
+    """The controller's view of a partition (``partition`` events)."""
+
+    cluster: str
+    observed_at: int
+    topic: str
+    partition: int
+    leader: int | None
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    offline_replicas: tuple[int, ...] = ()
+    eligible_leader_replicas: tuple[int, ...] | None = None
+    high_watermark: int | None = None
+    log_start_offset: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaReport:
+    """One broker's view of its own replica (``replica`` events)."""
+
+    cluster: str
+    observed_at: int
+    topic: str
+    partition: int
+    broker: int
+    log_end_offset: int
+    log_start_offset: int | None = None
+    high_watermark: int | None = None
+    fetch_lag: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TopicConfigReport:
+    """A topic's durability settings (``topic_config`` events)."""
+
+    cluster: str
+    observed_at: int
+    topic: str
+    replication_factor: int
+    min_insync_replicas: int
+    unclean_leader_election_enable: bool
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerReport:
+    """Whether a broker answered the collector, with the counters it reports."""
+
+    cluster: str
+    observed_at: int
+    broker: int
+    alive: bool
+    unclean_elections_total: int | None = None
+    isr_shrinks_total: int | None = None
+    isr_expands_total: int | None = None
+    under_replicated_partitions: int | None = None
+    active_controller: bool | None = None
+
+
+ModelEvent = PartitionMeta | ReplicaReport | TopicConfigReport | BrokerReport

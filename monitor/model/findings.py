@@ -1,0 +1,147 @@
+"""Findings: what the model says about a partition, a topic or a broker.
+
+A finding is either a *condition* that opens and later resolves (``under_min_isr``), or a
+one-off *event* (``unclean_election``). Kind names are a public contract: alert names,
+metric labels and runbook anchors use them verbatim.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from enum import IntEnum, StrEnum
+from typing import Any
+
+
+class Severity(IntEnum):
+    """Ordered, so that a topic's or cluster's status is the max of its partitions'."""
+
+    INFO = 0
+    WARNING = 1
+    CRITICAL = 2
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+    @classmethod
+    def parse(cls, text: str) -> Severity:
+        return cls[text.upper()]
+
+
+class FindingKind(StrEnum):
+    HW_LAG = "hw_lag"
+    FOLLOWER_LAG = "follower_lag"
+    ISR_SHRINK = "isr_shrink"
+    ISR_EXPAND = "isr_expand"
+    UNDER_REPLICATED = "under_replicated"
+    UNDER_MIN_ISR = "under_min_isr"
+    AT_MIN_ISR = "at_min_isr"
+    OFFLINE = "offline"
+    LEADER_ELECTION = "leader_election"
+    UNCLEAN_ELECTION = "unclean_election"
+    COMMITTED_DATA_LOSS = "committed_data_loss"
+    HW_REGRESSION = "hw_regression"
+    TRUNCATION_BELOW_HW = "truncation_below_hw"
+    LOG_DIVERGENCE = "log_divergence"
+    EPOCH_REGRESSION = "epoch_regression"
+    LEADER_FLAPPING = "leader_flapping"
+    STALE_TELEMETRY = "stale_telemetry"
+    DURABILITY_RISK = "durability_risk"
+
+
+class FindingState(StrEnum):
+    OPEN = "open"
+    RESOLVED = "resolved"
+    EVENT = "event"
+
+
+#: Default severity of each kind. A rule may raise it for a particular case.
+SEVERITY: dict[FindingKind, Severity] = {
+    FindingKind.HW_LAG: Severity.WARNING,
+    FindingKind.FOLLOWER_LAG: Severity.WARNING,
+    FindingKind.ISR_SHRINK: Severity.WARNING,
+    FindingKind.ISR_EXPAND: Severity.INFO,
+    FindingKind.UNDER_REPLICATED: Severity.WARNING,
+    FindingKind.UNDER_MIN_ISR: Severity.CRITICAL,
+    FindingKind.AT_MIN_ISR: Severity.WARNING,
+    FindingKind.OFFLINE: Severity.CRITICAL,
+    FindingKind.LEADER_ELECTION: Severity.INFO,
+    FindingKind.UNCLEAN_ELECTION: Severity.CRITICAL,
+    FindingKind.COMMITTED_DATA_LOSS: Severity.CRITICAL,
+    FindingKind.HW_REGRESSION: Severity.CRITICAL,
+    FindingKind.TRUNCATION_BELOW_HW: Severity.CRITICAL,
+    FindingKind.LOG_DIVERGENCE: Severity.CRITICAL,
+    FindingKind.EPOCH_REGRESSION: Severity.WARNING,
+    FindingKind.LEADER_FLAPPING: Severity.WARNING,
+    FindingKind.STALE_TELEMETRY: Severity.WARNING,
+    FindingKind.DURABILITY_RISK: Severity.WARNING,
+}
+
+#: Kinds that are one-off events; every other kind is a condition (open -> resolved).
+EVENT_KINDS: frozenset[FindingKind] = frozenset(
+    {
+        FindingKind.ISR_SHRINK,
+        FindingKind.ISR_EXPAND,
+        FindingKind.LEADER_ELECTION,
+        FindingKind.UNCLEAN_ELECTION,
+        FindingKind.COMMITTED_DATA_LOSS,
+        FindingKind.HW_REGRESSION,
+        FindingKind.TRUNCATION_BELOW_HW,
+        FindingKind.EPOCH_REGRESSION,
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One thing the model saw. ``details`` holds the numbers that justify it.
+
+    ``opened_at`` is when the condition opened (equal to ``at`` for open and event
+    findings); together with the subject and kind it makes the id deterministic, so a
+    replayed batch yields the same ids and a sink can drop duplicates.
+    """
+
+    kind: FindingKind
+    state: FindingState
+    severity: Severity
+    cluster: str
+    topic: str | None
+    partition: int | None
+    at: int
+    opened_at: int
+    broker: int | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        key = (
+            f"{self.cluster}|{self.topic}|{self.partition}|{self.broker}|{self.kind}"
+            f"|{self.state}|{self.opened_at}|{self.at}"
+        )
+        return hashlib.sha1(key.encode(), usedforsecurity=False).hexdigest()[:20]
+
+    @property
+    def subject(self) -> str:
+        """Human name of what the finding is about: ``orders/3``, ``broker 2``."""
+        if self.topic is not None and self.partition is not None:
+            where = f"{self.topic}/{self.partition}"
+            return f"{where} broker {self.broker}" if self.broker is not None else where
+        if self.topic is not None:
+            return f"topic {self.topic}"
+        return f"broker {self.broker}" if self.broker is not None else f"cluster {self.cluster}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "kind": str(self.kind),
+            "state": str(self.state),
+            "severity": self.severity.label,
+            "cluster": self.cluster,
+            "topic": self.topic,
+            "partition": self.partition,
+            "broker": self.broker,
+            "at": self.at,
+            "opened_at": self.opened_at,
+            "details": self.details,
+        }

@@ -1,0 +1,125 @@
+"""The rules, one small pure function each, named for what it detects.
+
+They take plain values (no state objects) so each can be read, and tested, on its own.
+The transition in :mod:`monitor.model.partition` decides *when* to ask them.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Sequence
+
+from monitor.model.state import TopicConfig
+
+
+def is_offline(leader: int | None) -> bool:
+    """No leader: nobody can read or write the partition."""
+    return leader is None
+
+
+def is_under_replicated(isr: Sequence[int], replicas: Sequence[int]) -> bool:
+    return len(isr) < len(replicas)
+
+
+def is_under_min_isr(isr: Sequence[int], min_isr: int) -> bool:
+    """acks=all produces fail with NotEnoughReplicas: read-only for durable writers."""
+    return len(isr) < min_isr
+
+
+def is_at_min_isr(isr: Sequence[int], replicas: Sequence[int], min_isr: int) -> bool:
+    """Degraded to exactly min ISR: one more failure stops acks=all writes.
+
+    Kafka's AtMinIsr also counts healthy partitions of topics with min ISR = RF; those are
+    a configuration problem (``durability_risk``), not a degradation, so they are left out.
+    """
+    return len(isr) == min_isr and len(isr) < len(replicas)
+
+
+def is_unclean_election(
+    new_leader: int | None, prev_isr: Sequence[int], prev_elr: Sequence[int]
+) -> bool:
+    """The new leader was in neither the last ISR nor the eligible leader replicas.
+
+    Electing from the ELR (KIP-966) is clean: those replicas held the committed HW when
+    they left the ISR. An unknown previous ISR (first sight of the partition) is not
+    evidence of anything.
+    """
+    if new_leader is None or not prev_isr:
+        return False
+    return new_leader not in prev_isr and new_leader not in prev_elr
+
+
+def committed_offsets_lost(committed_hw: int, new_leader_leo: int) -> tuple[int, int] | None:
+    """The committed range ``[from, to)`` a new leader does not hold, or None.
+
+    Offsets below the HW were committed; a leader whose log ends below that HW has lost
+    ``[new_leader_leo, committed_hw)`` for every consumer from now on.
+    """
+    if committed_hw < 0 or new_leader_leo < 0 or new_leader_leo >= committed_hw:
+        return None
+    return (new_leader_leo, committed_hw)
+
+
+def time_behind(history: Sequence[tuple[int, int]], offset: int, at: int) -> int | None:
+    """When the leader's log first passed ``offset`` (by ``at``), from its LEO samples.
+
+    ``history`` holds ``(observed_at, leo)`` of the leader, oldest first. Returns the time
+    of the first sample taken at or before ``at`` whose LEO exceeded ``offset`` — the moment
+    the holder of ``offset`` stopped being caught up — or None if no such sample exists (it
+    holds everything the leader was seen to have). This is the conservative reading: the
+    real moment lies between that sample and the one before it, so lag is never overstated.
+
+    >>> time_behind([(0, 10), (5, 20), (10, 30)], 20, at=10)
+    10
+    >>> time_behind([(0, 10), (5, 20), (10, 30)], 30, at=10) is None
+    True
+    """
+    cutoff = bisect_right(history, (at, 2**63))
+    for t, leo in history[:cutoff]:
+        if leo > offset:
+            return t
+    return None
+
+
+def is_lagging(lag_ms: int, lag_offsets: int, max_ms: int, max_offsets: int | None) -> bool:
+    """Behind for longer than Kafka itself tolerates (or by more offsets than configured)."""
+    if lag_ms > max_ms:
+        return True
+    return max_offsets is not None and lag_offsets > max_offsets
+
+
+def is_flapping(election_times: Sequence[int], now: int, window_ms: int, threshold: int) -> bool:
+    return sum(1 for t in election_times if now - t <= window_ms) >= threshold
+
+
+def durability_risks(config: TopicConfig) -> list[str]:
+    """The misconfigurations of a topic's durability settings, as short reason codes.
+
+    >>> durability_risks(TopicConfig(3, 1, False))
+    ['min_isr_1_with_rf_3']
+    """
+    rf, min_isr = config.replication_factor, config.min_insync_replicas
+    reasons: list[str] = []
+    if rf == 1:
+        reasons.append("rf_1")
+    if min_isr <= 1 and rf >= 3:
+        reasons.append(f"min_isr_1_with_rf_{rf}")
+    if rf > 1 and min_isr >= rf:
+        reasons.append("min_isr_not_below_rf")
+    if config.unclean_leader_election_enable:
+        reasons.append("unclean_election_enabled")
+    return reasons
+
+
+def durability_profile(config: TopicConfig) -> str:
+    """``CP``, ``AP`` or ``misconfigured`` (seed 004's profiles).
+
+    CP: min ISR is a majority of RF and unclean elections are off — after an acks=all ack a
+    message survives any failure that leaves a quorum. AP: min ISR 1 with RF 2 — writes stay
+    up, an acked message not yet replicated dies with its leader.
+    """
+    if durability_risks(config):
+        return "misconfigured"
+    if config.min_insync_replicas >= config.replication_factor // 2 + 1:
+        return "CP"
+    return "AP"

@@ -1,0 +1,162 @@
+"""Per-partition, per-topic and per-broker state kept by the model.
+
+These are plain mutable dataclasses: the transition functions update them in place and
+return them (copying every state per event would dominate the hot path of the Spark job).
+They hold no derived values that could drift apart, except the few *measurements* the
+exporter needs (lags), which are recomputed on every relevant event.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from monitor.model.findings import FindingKind, Severity
+
+
+class EpochEntry(NamedTuple):
+    """One leadership: epoch, the first offset written under it, and who led.
+
+    The cluster-wide counterpart of a replica's ``leader-epoch-checkpoint`` entries.
+    ``start_offset`` is the new leader's LEO when it took over, as last observed (-1 when
+    unknown).
+    """
+
+    epoch: int
+    start_offset: int
+    leader: int | None
+    at: int
+
+
+@dataclass(slots=True)
+class OpenCondition:
+    """A condition finding that is currently open, with its latest numbers."""
+
+    kind: FindingKind
+    severity: Severity
+    opened_at: int
+    broker: int | None
+    details: dict[str, Any]
+
+
+@dataclass(slots=True)
+class ReplicaState:
+    """What the model knows of one replica of a partition."""
+
+    #: Last accepted log end offset (-1 unknown) and when it was observed.
+    leo: int = -1
+    observed_at: int = -1
+    #: When this replica was last known to hold everything the leader had (Kafka's
+    #: lastCaughtUpTime, reconstructed from samples). -1 unknown.
+    caught_up_at: int = -1
+    #: Measured lag behind the leader, in offsets and milliseconds (0 when caught up).
+    lag_offsets: int = 0
+    lag_ms: int = 0
+    #: A lower LEO waiting for a second sample before it is believed (truncation check).
+    suspect_leo: int = -1
+    #: Consecutive samples in which this follower was ahead of the leader.
+    ahead_samples: int = 0
+    #: Offset this replica must truncate to after an election (epoch start), or -1.
+    must_truncate_to: int = -1
+
+
+@dataclass(slots=True)
+class PartitionState:
+    """Everything the model keeps for one partition."""
+
+    cluster: str
+    topic: str
+    partition: int
+    replicas: tuple[int, ...] = ()
+    isr: tuple[int, ...] = ()
+    prev_isr: tuple[int, ...] = ()
+    eligible_leader_replicas: tuple[int, ...] = ()
+    offline_replicas: tuple[int, ...] = ()
+    leader: int | None = None
+    leader_epoch: int = -1
+    lineage: list[EpochEntry] = field(default_factory=list)
+    #: The partition's HW as last reported, and when.
+    hw: int = -1
+    hw_at: int = -1
+    #: Highest HW ever observed committed (rebased after a loss has been reported).
+    max_hw: int = -1
+    #: HW treated as a virtual follower: when it last reached the leader's LEO.
+    hw_caught_up_at: int = -1
+    hw_lag_ms: int = 0
+    #: A lower HW waiting for a second sample before it is believed.
+    suspect_hw: int = -1
+    log_start_offset: int = -1
+    replica_states: dict[int, ReplicaState] = field(default_factory=dict)
+    #: When the current leadership began (as observed); lag and "ahead" evidence start here.
+    epoch_started_at: int = -1
+    #: Recent (observed_at, LEO) samples of the current leader, oldest first.
+    leader_leo_history: list[tuple[int, int]] = field(default_factory=list)
+    #: After an election whose new leader's LEO was unknown: (epoch, committed HW before).
+    pending_loss_check: tuple[int, int] | None = None
+    #: Times of recent leader elections (for flapping).
+    election_times: list[int] = field(default_factory=list)
+    meta_at: int = -1
+    last_seen: int = -1
+    #: Open conditions by key (``kind`` or ``kind:broker``).
+    open: dict[str, OpenCondition] = field(default_factory=dict)
+    late_events: int = 0
+    duplicate_events: int = 0
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        return (self.cluster, self.topic, self.partition)
+
+    def leader_leo(self) -> int:
+        """The current leader's last known LEO, or -1."""
+        if self.leader is None:
+            return -1
+        rs = self.replica_states.get(self.leader)
+        return rs.leo if rs is not None else -1
+
+    def allowed_hw(self) -> int:
+        """The HW the ISR's known LEOs allow: ``min(LEO)`` over in-sync replicas, or -1.
+
+        Kafka's leader never advances HW past an in-sync replica's LEO, so a reported HW
+        above this is only sampling skew (the HW sample is fresher than a LEO sample).
+        """
+        leos = [
+            self.replica_states[b].leo
+            for b in self.isr
+            if b in self.replica_states and self.replica_states[b].leo >= 0
+        ]
+        return min(leos) if leos else -1
+
+    def uncommitted(self) -> int:
+        """Uncommitted backlog: leader LEO - HW (0 when either is unknown)."""
+        leo = self.leader_leo()
+        return max(0, leo - self.hw) if leo >= 0 and self.hw >= 0 else 0
+
+    def severity(self) -> Severity:
+        """The highest severity among open conditions (INFO when none)."""
+        return max((c.severity for c in self.open.values()), default=Severity.INFO)
+
+
+@dataclass(frozen=True, slots=True)
+class TopicConfig:
+    replication_factor: int
+    min_insync_replicas: int
+    unclean_leader_election_enable: bool
+
+
+@dataclass(slots=True)
+class TopicState:
+    cluster: str
+    topic: str
+    config: TopicConfig | None = None
+    config_at: int = -1
+    open: dict[str, OpenCondition] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class BrokerState:
+    cluster: str
+    broker: int
+    alive: bool = True
+    observed_at: int = -1
+    counters: dict[str, int | bool] = field(default_factory=dict)
+    open: dict[str, OpenCondition] = field(default_factory=dict)

@@ -1,0 +1,106 @@
+"""Findings in plain sentences and aligned tables, for people (no I/O here)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from monitor.model.findings import Finding
+
+_Summary = Callable[[dict[str, Any]], str]
+
+
+def _isr(d: dict[str, Any]) -> str:
+    return f"ISR {d.get('isr')} of {d.get('replicas')}"
+
+
+SUMMARIES: dict[str, _Summary] = {
+    "hw_lag": lambda d: (
+        f"HW {d['hw']} stuck {d['hw_lag_ms'] / 1000:.0f}s behind leader LEO {d['leader_leo']} "
+        f"({d['uncommitted']} uncommitted)"
+    ),
+    "follower_lag": lambda d: (
+        f"{d['lag_offsets']} offsets / {d['lag_ms'] / 1000:.0f}s behind leader {d['leader']}"
+        + (" while still in the ISR" if d.get("in_isr") else "")
+    ),
+    "isr_shrink": lambda d: f"ISR {d['isr_before']} -> {d['isr']} (removed {d['removed']})",
+    "isr_expand": lambda d: f"ISR {d['isr_before']} -> {d['isr']} (added {d['added']})",
+    "under_replicated": lambda d: f"{_isr(d)}, missing {d['missing']}",
+    "under_min_isr": lambda d: (
+        f"ISR size {d['isr_size']} < min.insync.replicas {d['min_isr']}: acks=all writes fail"
+    ),
+    "at_min_isr": lambda d: (
+        f"ISR size {d['isr_size']} = min.insync.replicas: one more failure stops acks=all"
+    ),
+    "offline": lambda d: f"no leader (last leader {d['last_leader']}, {_isr(d)})",
+    "leader_election": lambda d: (
+        f"{'clean' if d['clean'] else 'UNCLEAN'} election: leader {d['leader_before']} -> "
+        f"{d['leader']}, epoch {d['epoch_before']} -> {d['epoch']}, start offset {d['start_offset']}"
+    ),
+    "unclean_election": lambda d: (
+        f"leader {d['leader']} was not in ISR {d['isr_before']} (epoch {d['epoch']}); "
+        f"its LEO {d['start_offset']} vs committed HW {d['committed_hw_before']}"
+    ),
+    "committed_data_loss": lambda d: (
+        f"lost {d['lost_count']} committed offsets [{d['lost_from']}, {d['lost_to']}): new leader "
+        f"{d['new_leader']} holds up to {d['new_leader_leo']}, HW was {d['committed_hw_before']}"
+    ),
+    "hw_regression": lambda d: f"HW went back from {d['hw_before']} to {d['hw']}",
+    "truncation_below_hw": lambda d: (
+        f"LEO {d['leo_before']} -> {d['leo']}, below committed HW {d['committed_hw']} "
+        f"({d['committed_offsets_removed']} committed offsets removed)"
+    ),
+    "log_divergence": lambda d: (
+        f"replica LEO {d['leo']} vs leader {d['leader']} LEO {d['leader_leo']}: "
+        f"logs differ from offset {d['diverges_from']}"
+    ),
+    "epoch_regression": lambda d: (
+        f"leader epoch went back from {d['epoch_before']} to {d['epoch']}"
+    ),
+    "leader_flapping": lambda d: f"{d['elections']} elections in {d['window_ms'] / 1000:.0f}s",
+    "stale_telemetry": lambda d: (
+        "broker does not answer the collector"
+        if d.get("alive") is False
+        else f"no telemetry for {d['silent_for_ms'] / 1000:.0f}s"
+    ),
+    "durability_risk": lambda d: (
+        f"{', '.join(d['reasons'])} (RF {d['replication_factor']}, "
+        f"min ISR {d['min_insync_replicas']}, unclean {d['unclean_leader_election_enable']})"
+    ),
+}
+
+
+def summary(f: Finding) -> str:
+    """One line of what the finding says, with its numbers."""
+    fn = SUMMARIES.get(str(f.kind))
+    if fn is None:
+        return ""
+    try:
+        return fn(f.details)
+    except (KeyError, TypeError):
+        return ", ".join(f"{k}={v}" for k, v in f.details.items())
+
+
+def iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def table(rows: Sequence[Sequence[str]], header: Sequence[str]) -> str:
+    """Left-aligned columns; the last column is not padded."""
+    widths = [len(h) for h in header]
+    for row in rows:
+        for i, cell in enumerate(row[:-1]):
+            widths[i] = max(widths[i], len(cell))
+    lines = []
+    for row in [header, *rows]:
+        cells = [c.ljust(widths[i]) for i, c in enumerate(row[:-1])] + [row[-1]]
+        lines.append("  ".join(cells).rstrip())
+    return "\n".join(lines)
+
+
+def finding_row(f: Finding) -> list[str]:
+    return [iso(f.at), f.severity.label, str(f.kind), str(f.state), f.subject, summary(f)]
+
+
+FINDING_HEADER = ["AT", "SEVERITY", "KIND", "STATE", "SUBJECT", "SUMMARY"]

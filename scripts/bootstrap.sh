@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Set up everything the demo and the tests need, idempotently, on a fresh machine:
+#   1. a virtualenv in .venv with the pinned dependencies (requirements.lock) and this package;
+#   2. the Maven jars (Kafka broker, JMX exporter agent, Spark's Kafka source) into .cache/;
+#   3. Prometheus, promtool and Alertmanager from Debian's packages, when missing.
+# Usage: scripts/bootstrap.sh [--no-jars] [--no-apt]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+want_jars=1
+want_apt=1
+for arg in "$@"; do
+  case "$arg" in
+    --no-jars) want_jars=0 ;;
+    --no-apt) want_apt=0 ;;
+    *) echo "bootstrap: unknown option $arg" >&2; exit 2 ;;
+  esac
+done
+
+step() { printf '\n==> %s\n' "$*"; }
+
+PY=${PYTHON:-python3}
+command -v "$PY" >/dev/null || { echo "bootstrap: $PY not found (Python 3.11+ is required)" >&2; exit 1; }
+
+if [ ! -x .venv/bin/python ]; then
+  step "creating virtualenv .venv"
+  "$PY" -m venv .venv
+fi
+stamp=.venv/.installed-$(sha1sum requirements.lock pyproject.toml | sha1sum | cut -c1-12)
+if [ ! -f "$stamp" ]; then
+  step "installing pinned dependencies (requirements.lock) and the package"
+  .venv/bin/pip install --disable-pip-version-check --progress-bar off -q --upgrade pip
+  .venv/bin/pip install --disable-pip-version-check --progress-bar off -r requirements.lock
+  .venv/bin/pip install --disable-pip-version-check -q --no-deps -e .
+  rm -f .venv/.installed-*
+  touch "$stamp"
+else
+  echo "==> virtualenv up to date"
+fi
+
+if [ "$want_jars" = 1 ] && .venv/bin/python -c "import monitor.lab.jars" 2>/dev/null; then
+  step "resolving Maven jars"
+  .venv/bin/monitor lab jars
+fi
+
+if [ "$want_apt" = 1 ]; then
+  missing=()
+  command -v prometheus >/dev/null || missing+=(prometheus)
+  command -v promtool >/dev/null || missing+=(prometheus)
+  command -v prometheus-alertmanager >/dev/null || command -v alertmanager >/dev/null \
+    || missing+=(prometheus-alertmanager)
+  if [ ${#missing[@]} -gt 0 ]; then
+    step "installing from Debian: ${missing[*]}"
+    sudo=""
+    [ "$(id -u)" = 0 ] || sudo="sudo"
+    $sudo apt-get update -q
+    # --no-install-recommends: the recommended node exporter etc. are not needed, and
+    # policy-rc.d keeps the packages' services from starting (we start our own, on our ports).
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends \
+      $(printf '%s\n' "${missing[@]}" | sort -u)
+    # The packages start system services; this project runs its own instances.
+    for svc in prometheus prometheus-alertmanager; do
+      if command -v systemctl >/dev/null && systemctl is-active --quiet "$svc" 2>/dev/null; then
+        $sudo systemctl stop "$svc" || true
+      fi
+    done
+  else
+    echo "==> prometheus, promtool, alertmanager present"
+  fi
+fi
