@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from monitor.model.findings import SEVERITY, Finding, FindingKind, FindingState, Severity
@@ -55,18 +56,25 @@ class Emitter:
         kind: FindingKind,
         active: bool,
         at: int,
-        details: dict[str, Any] | None = None,
+        details: Callable[[], dict[str, Any]] | None = None,
         broker: int | None = None,
         severity: Severity | None = None,
     ) -> None:
-        """Open ``kind`` if it becomes active, resolve it if it stops; else refresh numbers."""
-        key = kind.value if broker is None else f"{kind.value}:{broker}"
+        """Open ``kind`` if it becomes active, resolve it if it stops; else refresh numbers.
+
+        ``details`` is called only when the numbers are needed (the condition is or was
+        active): this runs for every condition after every event, and building the detail
+        dicts of healthy partitions would be most of the model's cost.
+        """
+        key = kind if broker is None else f"{kind}:{broker}"
         current = self.open.get(key)
+        if not active and current is None:
+            return
         if active:
-            details = details if details is not None else {}
+            details_now = details() if details is not None else {}
             if current is None:
                 sev = severity if severity is not None else SEVERITY[kind]
-                self.open[key] = OpenCondition(kind, sev, at, broker, details)
+                self.open[key] = OpenCondition(kind, sev, at, broker, details_now)
                 self.out.append(
                     Finding(
                         kind,
@@ -78,12 +86,13 @@ class Emitter:
                         at,
                         at,
                         broker,
-                        details,
+                        details_now,
                     )
                 )
             else:
-                current.details = details
-        elif current is not None:
+                current.details = details_now
+        else:
+            assert current is not None  # (not active and current is None) returned above
             del self.open[key]
             self.out.append(
                 Finding(
@@ -101,4 +110,4 @@ class Emitter:
             )
 
     def is_open(self, kind: FindingKind, broker: int | None = None) -> bool:
-        return (kind.value if broker is None else f"{kind.value}:{broker}") in self.open
+        return (kind if broker is None else f"{kind}:{broker}") in self.open

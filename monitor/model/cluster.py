@@ -17,6 +17,7 @@ the topic or broker reports topic- and broker-level findings (``owns_global``).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from functools import partial
 
 from monitor.model import partition as part
 from monitor.model import rules
@@ -83,7 +84,7 @@ class ClusterModel:
                 FindingKind.STALE_TELEMETRY,
                 not b.alive or silent_for > self.config.stale_after_ms,
                 now,
-                {"alive": b.alive, "last_seen_at": b.observed_at, "silent_for_ms": silent_for},
+                partial(dict, alive=b.alive, last_seen_at=b.observed_at, silent_for_ms=silent_for),
                 broker=b.broker,
             )
         return out
@@ -138,7 +139,7 @@ class ClusterModel:
                 FindingKind.DURABILITY_RISK,
                 bool(reasons),
                 ev.observed_at,
-                {
+                lambda: {
                     "reasons": reasons,
                     "profile": rules.durability_profile(config),
                     "replication_factor": config.replication_factor,
@@ -180,7 +181,7 @@ class ClusterModel:
                 FindingKind.STALE_TELEMETRY,
                 not ev.alive,
                 ev.observed_at,
-                {"alive": ev.alive, "last_seen_at": ev.observed_at, "silent_for_ms": 0},
+                lambda: {"alive": ev.alive, "last_seen_at": ev.observed_at, "silent_for_ms": 0},
                 broker=ev.broker,
             )
         return out

@@ -19,6 +19,7 @@ alone cannot fire it:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from monitor.model import rules
 from monitor.model._emit import Emitter
@@ -63,8 +64,17 @@ def step(
     else:
         applied = _apply_replica(state, event, ctx, emit)
     if applied:
-        emit.condition(K.STALE_TELEMETRY, False, event.observed_at)
-        evaluate_conditions(state, event.observed_at, ctx, emit)
+        t = event.observed_at
+        emit.condition(K.STALE_TELEMETRY, False, t)
+        if isinstance(event, PartitionMeta):
+            evaluate_conditions(state, t, ctx, emit)  # leadership/ISR change touches all
+        elif event.broker == state.leader:
+            for b, rs in state.replica_states.items():  # lags are measured against the leader
+                _replica_conditions(state, b, rs, t, ctx, emit)
+            _hw_condition(state, t, ctx, emit)
+        else:
+            rs = state.replica_states[event.broker]
+            _replica_conditions(state, event.broker, rs, t, ctx, emit)
     return state, out
 
 
@@ -77,7 +87,7 @@ def tick(state: PartitionState, now: int, ctx: Context) -> list[Finding]:
         K.STALE_TELEMETRY,
         state.last_seen >= 0 and silent_for > ctx.config.stale_after_ms,
         now,
-        {"last_seen_at": state.last_seen, "silent_for_ms": silent_for},
+        lambda: {"last_seen_at": state.last_seen, "silent_for_ms": silent_for},
     )
     _flapping(state, now, ctx, emit)
     return out
@@ -439,16 +449,34 @@ def _measure_hw(s: PartitionState, now: int) -> None:
 
 def evaluate_conditions(s: PartitionState, t: int, ctx: Context, emit: Emitter) -> None:
     """(Re)evaluate every condition of the partition from its current state."""
-    cfg = ctx.config
+    _isr_conditions(s, t, ctx, emit)
+    for b, rs in s.replica_states.items():
+        _replica_conditions(s, b, rs, t, ctx, emit)
+    _hw_condition(s, t, ctx, emit)
+    _flapping(s, t, ctx, emit)
+
+
+def _isr_conditions(s: PartitionState, t: int, ctx: Context, emit: Emitter) -> None:
+    """What the metadata alone says: offline, under-replicated, under / at min ISR."""
     online = s.leader is not None
-    isr, replicas = list(s.isr), list(s.replicas)
+    isr, replicas = s.isr, s.replicas
+    min_isr = ctx.min_isr
+
+    def isr_details() -> dict[str, Any]:
+        return {
+            "isr": list(isr),
+            "isr_size": len(isr),
+            "min_isr": min_isr,
+            "replicas": list(replicas),
+        }
+
     emit.condition(
         K.OFFLINE,
         bool(replicas) and rules.is_offline(s.leader),
         t,
-        {
-            "replicas": replicas,
-            "isr": isr,
+        lambda: {
+            "replicas": list(replicas),
+            "isr": list(isr),
             "offline_replicas": list(s.offline_replicas),
             "last_leader": _last_leader(s),
             "epoch": s.leader_epoch,
@@ -458,10 +486,12 @@ def evaluate_conditions(s: PartitionState, t: int, ctx: Context, emit: Emitter) 
         K.UNDER_REPLICATED,
         online and rules.is_under_replicated(isr, replicas),
         t,
-        {"isr": isr, "replicas": replicas, "missing": [b for b in replicas if b not in isr]},
+        lambda: {
+            "isr": list(isr),
+            "replicas": list(replicas),
+            "missing": [b for b in replicas if b not in isr],
+        },
     )
-    min_isr = ctx.min_isr
-    isr_details = {"isr": isr, "isr_size": len(isr), "min_isr": min_isr, "replicas": replicas}
     emit.condition(
         K.UNDER_MIN_ISR, bool(replicas) and rules.is_under_min_isr(isr, min_isr), t, isr_details
     )
@@ -471,64 +501,76 @@ def evaluate_conditions(s: PartitionState, t: int, ctx: Context, emit: Emitter) 
         t,
         isr_details,
     )
-    leader_leo = s.leader_leo()
-    for b, rs in s.replica_states.items():
-        follower = online and b != s.leader and b in s.replicas
-        emit.condition(
-            K.FOLLOWER_LAG,
-            follower
-            and rules.is_lagging(
-                rs.lag_ms, rs.lag_offsets, cfg.follower_lag_ms, cfg.follower_lag_offsets
-            ),
-            t,
-            {
-                "lag_ms": rs.lag_ms,
-                "lag_offsets": rs.lag_offsets,
-                "leo": rs.leo,
-                "leader_leo": leader_leo,
-                "in_isr": b in s.isr,
-                "leader": s.leader,
-            },
-            broker=b,
-        )
-        diverged = follower and (
+
+
+def _replica_conditions(
+    s: PartitionState, b: int, rs: ReplicaState, t: int, ctx: Context, emit: Emitter
+) -> None:
+    """A follower's lag and divergence."""
+    cfg = ctx.config
+    follower = s.leader is not None and b != s.leader and b in s.replicas
+    emit.condition(
+        K.FOLLOWER_LAG,
+        follower
+        and rules.is_lagging(
+            rs.lag_ms, rs.lag_offsets, cfg.follower_lag_ms, cfg.follower_lag_offsets
+        ),
+        t,
+        lambda: {
+            "lag_ms": rs.lag_ms,
+            "lag_offsets": rs.lag_offsets,
+            "leo": rs.leo,
+            "leader_leo": s.leader_leo(),
+            "in_isr": b in s.isr,
+            "leader": s.leader,
+        },
+        broker=b,
+    )
+    emit.condition(
+        K.LOG_DIVERGENCE,
+        follower
+        and (
             rs.ahead_samples >= 2
             or (not cfg.epoch_truncation and rs.must_truncate_to >= 0 and b in s.isr)
-        )
-        emit.condition(
-            K.LOG_DIVERGENCE,
-            diverged,
-            t,
-            {
-                "leader": s.leader,
-                "leader_leo": leader_leo,
-                "leo": rs.leo,
-                "diverges_from": rs.must_truncate_to if rs.must_truncate_to >= 0 else leader_leo,
-                "epoch": s.leader_epoch,
-            },
-            broker=b,
-        )
+        ),
+        t,
+        lambda: {
+            "leader": s.leader,
+            "leader_leo": s.leader_leo(),
+            "leo": rs.leo,
+            "diverges_from": rs.must_truncate_to if rs.must_truncate_to >= 0 else s.leader_leo(),
+            "epoch": s.leader_epoch,
+        },
+        broker=b,
+    )
+
+
+def _hw_condition(s: PartitionState, t: int, ctx: Context, emit: Emitter) -> None:
     emit.condition(
         K.HW_LAG,
-        online and s.hw >= 0 and s.hw_lag_ms > cfg.hw_lag_ms,
+        s.leader is not None and s.hw >= 0 and s.hw_lag_ms > ctx.config.hw_lag_ms,
         t,
-        {
+        lambda: {
             "hw": s.hw,
-            "leader_leo": leader_leo,
+            "leader_leo": s.leader_leo(),
             "uncommitted": s.uncommitted(),
             "hw_lag_ms": s.hw_lag_ms,
-            "isr": isr,
+            "isr": list(s.isr),
         },
     )
-    _flapping(s, t, ctx, emit)
 
 
 def _flapping(s: PartitionState, now: int, ctx: Context, emit: Emitter) -> None:
     cfg = ctx.config
-    recent = [x for x in s.election_times if now - x <= cfg.flapping_window_ms]
+    if not s.election_times and not emit.is_open(K.LEADER_FLAPPING):
+        return
     emit.condition(
         K.LEADER_FLAPPING,
         rules.is_flapping(s.election_times, now, cfg.flapping_window_ms, cfg.flapping_elections),
         now,
-        {"elections": len(recent), "window_ms": cfg.flapping_window_ms, "epoch": s.leader_epoch},
+        lambda: {
+            "elections": sum(1 for x in s.election_times if now - x <= cfg.flapping_window_ms),
+            "window_ms": cfg.flapping_window_ms,
+            "epoch": s.leader_epoch,
+        },
     )
