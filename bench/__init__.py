@@ -1,0 +1,1 @@
+"""Benchmarks. Each module prints its figures; docs/benchmarks.md records them."""
