@@ -23,6 +23,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import kafka.errors as Errors
 from kafka import KafkaAdminClient, TopicPartition
 from kafka.admin import OffsetSpec
 
@@ -209,10 +210,29 @@ def elect_leader(
             raise LabError(f"{kind} election for {topic}-{partition} failed: {exc!r}") from exc
 
 
-def end_offsets(bootstrap_servers: str, topic: str, timeout_s: float = 15.0) -> dict[int, int]:
-    """High watermark per partition (ListOffsets LATEST, read_uncommitted), from the leaders."""
-    states = describe_topic(bootstrap_servers, topic)
-    specs = {TopicPartition(topic, s.partition): OffsetSpec.LATEST for s in states}
-    with admin_client(bootstrap_servers, timeout_s) as admin:
-        result = admin.list_partition_offsets(specs, timeout_ms=int(timeout_s * 1000))
-    return {tp.partition: int(o.offset) for tp, o in result.items()}
+_RETRIABLE_OFFSET_ERRORS = (
+    Errors.OffsetNotAvailableError,  # new leader has not established its HW yet (KIP-207)
+    Errors.LeaderNotAvailableError,
+    Errors.NotLeaderForPartitionError,
+    Errors.UnknownTopicOrPartitionError,
+)
+
+
+def end_offsets(bootstrap_servers: str, topic: str, timeout_s: float = 20.0) -> dict[int, int]:
+    """High watermark per partition (ListOffsets LATEST, read_uncommitted), from the leaders.
+
+    Right after a leader change the new leader answers OFFSET_NOT_AVAILABLE until its high
+    watermark is known again; such errors are retried until ``timeout_s``.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        states = describe_topic(bootstrap_servers, topic)
+        specs = {TopicPartition(topic, s.partition): OffsetSpec.LATEST for s in states}
+        try:
+            with admin_client(bootstrap_servers, timeout_s) as admin:
+                result = admin.list_partition_offsets(specs, timeout_ms=int(timeout_s * 1000))
+            return {tp.partition: int(o.offset) for tp, o in result.items()}
+        except _RETRIABLE_OFFSET_ERRORS as exc:
+            if time.monotonic() >= deadline:
+                raise LabError(f"end offsets of {topic} unavailable: {exc!r}") from exc
+            time.sleep(0.3)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import shutil
 import signal
 import sys
@@ -34,6 +35,11 @@ def _guarded(handler: Handler) -> Handler:
     """Turn LabError into a one-line message and exit code 1 (no traceback)."""
 
     def run(args: argparse.Namespace) -> int:
+        # kafka-python logs every refused connection at ERROR; while brokers are being
+        # started, killed and paused on purpose that is noise, not news.
+        kafka_logger = logging.getLogger("kafka")
+        if kafka_logger.level == logging.NOTSET:
+            kafka_logger.setLevel(logging.CRITICAL)
         try:
             return handler(args)
         except LabError as exc:
@@ -96,7 +102,9 @@ def _cmd_down(args: argparse.Namespace) -> int:
 
 
 def _print_status(lab: Lab) -> None:
-    print(f"lab {lab.config.dir}  cluster {lab.cluster_id}  bootstrap {lab.bootstrap_servers}")
+    print(
+        f"lab {lab.config.dir}  cluster {lab.cluster_id}  bootstrap {lab.config.bootstrap_servers}"
+    )
     print(f"{'broker':>6} {'status':>8} {'pid':>8} {'port':>6} {'ctrl':>6} {'jmx':>6}  metrics")
     for info in lab.status():
         print(
@@ -113,7 +121,7 @@ def _cmd_status(args: argparse.Namespace) -> int:
                 {
                     "dir": str(lab.config.dir),
                     "cluster_id": lab.cluster_id,
-                    "bootstrap_servers": lab.bootstrap_servers,
+                    "bootstrap_servers": lab.config.bootstrap_servers,
                     "brokers": [
                         {
                             "broker": i.node,

@@ -202,7 +202,17 @@ class Lab:
 
     @property
     def bootstrap_servers(self) -> str:
-        return self.config.bootstrap_servers
+        """``host:port`` of the brokers that are running and not paused right now.
+
+        Deliberately dynamic: kafka-python's bootstrap picks one address and waits for it;
+        a SIGSTOPped broker accepts the TCP connection (the kernel does that) but never
+        answers, so a client that happens to pick it stalls until its request timeout
+        and can fail to bootstrap at all. Falls back to every broker when none is alive.
+        ``config.bootstrap_servers`` is the static list of all three.
+        """
+        alive = [n for n in self.node_ids if self.node_status(n) is NodeStatus.ALIVE]
+        nodes = alive or self.node_ids
+        return ",".join(f"{self.config.host}:{self.config.broker_port(n)}" for n in nodes)
 
     @property
     def jmx_urls(self) -> dict[int, str]:
@@ -458,7 +468,7 @@ class Lab:
             # Never leave a half-started cluster behind when `up` fails (or is interrupted).
             self.down()
             raise
-        self._say(f"lab up in {time.monotonic() - started:.1f}s: {self.bootstrap_servers}")
+        self._say(f"lab up in {time.monotonic() - started:.1f}s: {self.config.bootstrap_servers}")
 
     def wait_ready(self, nodes: list[int], timeout: float) -> None:
         """Wait until ``nodes`` are registered, unfenced brokers and their exporters answer."""
@@ -510,14 +520,26 @@ class Lab:
         os.kill(pid, sig)
         return pid
 
+    def _wait_state(self, pid: int, paused: bool, timeout: float = 5.0) -> None:
+        """Signals to a many-threaded JVM land asynchronously: wait until /proc agrees."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            state = _proc_state(pid)
+            if state is None or (state in ("T", "t")) == paused:
+                return
+            time.sleep(0.02)
+        raise LabError(f"pid {pid} did not become {'stopped' if paused else 'running'}")
+
     def pause(self, node: int) -> None:
         """SIGSTOP: the JVM freezes with sockets open — a hung broker, not a dead one."""
         pid = self._signal(node, signal.SIGSTOP)
+        self._wait_state(pid, paused=True)
         self._say(f"paused broker {node} (pid {pid})")
 
     def resume(self, node: int) -> None:
         """SIGCONT a paused broker."""
         pid = self._signal(node, signal.SIGCONT)
+        self._wait_state(pid, paused=False)
         self._say(f"resumed broker {node} (pid {pid})")
 
     def kill(self, node: int) -> None:
@@ -576,10 +598,16 @@ class Lab:
                     raise LabError(f"broker {node} (pid {pid}) survived SIGKILL")
 
     def down(self, timeout: float | None = None) -> None:
-        """Stop every node this lab started (and only those). Data is kept for the next `up`."""
+        """Stop every node this lab started (and only those). Data is kept for the next `up`.
+
+        All nodes get SIGTERM at once. The last node standing can never finish a controlled
+        shutdown (its controller has lost the KRaft quorum, so nobody can acknowledge it),
+        so the grace period here is short (``down_timeout_s``) before SIGKILL; the next
+        `up` recovers the logs, which for lab-sized data takes well under a second.
+        """
         pids = {n: p for n in self.node_ids if (p := self.pid(n)) is not None}
         if pids:
             self._say(f"stopping brokers {sorted(pids)} (pids {sorted(pids.values())})")
-            self._terminate(pids, timeout or self.config.stop_timeout_s)
+            self._terminate(pids, timeout or self.config.down_timeout_s)
         self._reap()
         self._say("lab down")

@@ -104,6 +104,9 @@ class LabConfig(BaseModel):
     stop_timeout_s: float = Field(
         20.0, gt=0, description="SIGTERM grace period before SIGKILL in `down`/`stop`"
     )
+    down_timeout_s: float = Field(
+        8.0, gt=0, description="SIGTERM grace period in `down` (all nodes at once)"
+    )
     extra_broker_config: dict[str, str] = Field(
         default_factory=dict, description="server.properties overrides (applied last)"
     )

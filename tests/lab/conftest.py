@@ -1,0 +1,83 @@
+"""One real 3-node Kafka lab for the whole test session, always torn down by pid.
+
+The lab runs on base port 29092 (controllers 29192.., exporters 29292..), away from the
+CLI default 19092 so a developer's own `monitor lab up` does not collide with the tests.
+Tests share the cluster, so the ``lab`` fixture brings every broker back (resume paused,
+restart stopped) after each test: each test starts from three healthy brokers and uses
+its own topics.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from monitor.lab.admin import unfenced_brokers
+from monitor.lab.cluster import Lab, NodeStatus
+from monitor.lab.config import LabConfig
+
+TEST_BASE_PORT = int(os.environ.get("MONITOR_LAB_TEST_BASE_PORT", "29092"))
+
+
+def _our_jvms(lab_dir: Path) -> list[int]:
+    """Pids whose command line carries this lab's marker (only JVMs the lab started)."""
+    marker = f"-Dmonitor.lab.node={lab_dir}#"
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if any(part.decode(errors="replace").startswith(marker) for part in cmdline):
+            pids.append(int(proc.name))
+    return pids
+
+
+@pytest.fixture(scope="session")
+def lab_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    lab_dir = tmp_path_factory.mktemp("kafka-lab")
+    lab = Lab(LabConfig(dir=lab_dir, base_port=TEST_BASE_PORT))
+    try:
+        lab.up()
+        yield lab
+    finally:
+        try:
+            lab.down()
+        finally:
+            # Belt and braces: anything still carrying our marker is ours; kill it by pid.
+            leftovers = _our_jvms(lab.config.dir)
+            for pid in leftovers:
+                os.kill(pid, signal.SIGKILL)
+            deadline = time.monotonic() + 10
+            while _our_jvms(lab.config.dir) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert not leftovers, f"lab.down() left JVMs running: {leftovers}"
+
+
+@pytest.fixture
+def lab(lab_session: Lab) -> Iterator[Lab]:
+    """The session lab, with all brokers healthy before and after the test."""
+    _heal(lab_session)
+    yield lab_session
+    _heal(lab_session)
+
+
+def _heal(lab: Lab) -> None:
+    for node in lab.node_ids:
+        status = lab.node_status(node)
+        if status is NodeStatus.PAUSED:
+            lab.resume(node)
+        elif status is NodeStatus.STOPPED:
+            lab.start(node, wait=False)
+    lab.wait_ready(lab.node_ids, timeout=120)
+    deadline = time.monotonic() + 60
+    while unfenced_brokers(lab.bootstrap_servers) != set(lab.node_ids):
+        assert time.monotonic() < deadline, "brokers did not all come back unfenced"
+        time.sleep(0.5)
