@@ -187,10 +187,11 @@ def _run_maven(jar_set: JarSet, version: str, out_dir: Path) -> tuple[int, str]:
     return proc.wait(), "".join(lines)
 
 
-_ARTIFACT_RE = re.compile(r"^(?P<name>.+?)-\d[\w.\-]*\.jar$")
+_ARTIFACT_RE = re.compile(r"^(?P<name>.+)-\d+(?:\.\d+)+(?:[-.][A-Za-z0-9]+)*\.jar$")
 
 
-def _artifact_name(jar: str) -> str:
+def artifact_name(jar: str) -> str:
+    """Maven artifact id from a copied jar name (`kafka-clients-3.9.2.jar` -> `kafka-clients`)."""
     match = _ARTIFACT_RE.match(jar)
     return match.group("name") if match else jar
 
@@ -205,10 +206,10 @@ def _drop_pyspark_duplicates(folder: Path) -> list[str]:
     shipped_dir = pyspark_jars_dir()
     if shipped_dir is None:
         return []
-    shipped = {_artifact_name(j.name) for j in shipped_dir.glob("*.jar")}
+    shipped = {artifact_name(j.name) for j in shipped_dir.glob("*.jar")}
     dropped: list[str] = []
     for jar in sorted(folder.glob("*.jar")):
-        if _artifact_name(jar.name) in shipped:
+        if artifact_name(jar.name) in shipped:
             jar.unlink()
             dropped.append(jar.name)
     return dropped
