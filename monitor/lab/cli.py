@@ -20,6 +20,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from kafka.errors import KafkaError
+
 from monitor.lab import admin, jars, load
 from monitor.lab.cluster import Lab
 from monitor.lab.config import DEFAULT_BASE_PORT, LabConfig
@@ -44,6 +46,10 @@ def _guarded(handler: Handler) -> Handler:
             return handler(args)
         except LabError as exc:
             print(f"lab: error: {exc}", file=sys.stderr)
+            return 1
+        except KafkaError as exc:
+            # Expected while faults are injected (a paused leader times requests out).
+            print(f"lab: kafka error: {exc!r}", file=sys.stderr)
             return 1
 
     run.__doc__ = handler.__doc__
@@ -229,9 +235,14 @@ def _cmd_describe(args: argparse.Namespace) -> int:
     states = admin.describe_topic(lab.bootstrap_servers, args.topic, with_elr=True)
     if not states:
         raise LabError(f"topic {args.topic} not found")
-    hws = admin.end_offsets(lab.bootstrap_servers, args.topic)
+    try:
+        hws: dict[int, int] = admin.end_offsets(lab.bootstrap_servers, args.topic, timeout_s=5)
+    except (LabError, KafkaError) as exc:
+        # A paused or dead leader cannot answer ListOffsets: show the rest anyway.
+        print(f"(high watermarks unavailable: {exc!r})", file=sys.stderr)
+        hws = {}
     for state in states:
-        print(f"{_describe_line(state)} hw={hws.get(state.partition)}")
+        print(f"{_describe_line(state)} hw={hws.get(state.partition, '?')}")
     return 0
 
 

@@ -1,7 +1,9 @@
 """One real 3-node Kafka lab for the whole test session, always torn down by pid.
 
 The lab runs on base port 29092 (controllers 29192.., exporters 29292..), away from the
-CLI default 19092 so a developer's own `monitor lab up` does not collide with the tests.
+CLI default 19092 so a developer's own `monitor lab up` does not collide with the tests;
+if that block is taken (another test session), the next free one (30092, 31092, ...) is
+reserved instead. ``MONITOR_LAB_TEST_BASE_PORT`` pins it.
 Tests share the cluster, so the ``lab`` fixture brings every broker back (resume paused,
 restart stopped) after each test: each test starts from three healthy brokers and uses
 its own topics.
@@ -20,7 +22,9 @@ import pytest
 from monitor.lab.admin import unfenced_brokers
 from monitor.lab.cluster import Lab, NodeStatus
 from monitor.lab.config import LabConfig
+from monitor.lab.ports import reserve_base_port
 
+PINNED = "MONITOR_LAB_TEST_BASE_PORT" in os.environ
 TEST_BASE_PORT = int(os.environ.get("MONITOR_LAB_TEST_BASE_PORT", "29092"))
 
 
@@ -43,7 +47,13 @@ def _our_jvms(lab_dir: Path) -> list[int]:
 @pytest.fixture(scope="session")
 def lab_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     lab_dir = tmp_path_factory.mktemp("kafka-lab")
-    lab = Lab(LabConfig(dir=lab_dir, base_port=TEST_BASE_PORT))
+    # A locked, free port block: another test session on this machine gets the next one.
+    with reserve_base_port(TEST_BASE_PORT, tries=1 if PINNED else 20) as base_port:
+        yield from _run_lab(lab_dir, base_port)
+
+
+def _run_lab(lab_dir: Path, base_port: int) -> Iterator[Lab]:
+    lab = Lab(LabConfig(dir=lab_dir, base_port=base_port))
     try:
         lab.up()
         yield lab

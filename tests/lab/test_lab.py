@@ -65,7 +65,9 @@ def test_cluster_has_three_registered_brokers(lab: Lab) -> None:
     infos = lab.status()
     assert [i.status for i in infos] == [NodeStatus.ALIVE] * 3
     assert len({i.pid for i in infos}) == 3
-    assert [i.broker_port for i in infos] == [29092, 29093, 29094]
+    base = lab.config.base_port
+    assert [i.broker_port for i in infos] == [base, base + 1, base + 2]
+    assert base != 19092  # never the CLI's default lab
 
     # Another process sees the same lab through the state file.
     out = subprocess.run(
@@ -205,6 +207,14 @@ def test_forced_unclean_election_loses_exactly_the_unreplicated_acknowledged_rec
     assert elected.leader_epoch > offline.leader_epoch
     assert elected.isr == (2,)
     assert elected.elr == ()
+    # The controller that ran the election counts it (per process, so sum the live nodes).
+    unclean_count = sum(
+        s.value
+        for node in (2, 3)
+        for s in metrics.scrape(lab.jmx_urls[node])
+        if s.name == "kafka_controller_stats_uncleanleaderelectionspersec_total"
+    )
+    assert unclean_count >= 1
 
     after = load.produce(
         lab.bootstrap_servers, topic, rate=2000, count=100, acks="1", log_path=acks

@@ -10,6 +10,7 @@ import pytest
 from monitor.lab.cluster import Lab
 from monitor.lab.config import LabConfig
 from monitor.lab.errors import LabError
+from monitor.lab.ports import reserve_base_port
 from tests.lab.conftest import _our_jvms
 
 pytestmark = [pytest.mark.lab, pytest.mark.timeout(180)]
@@ -20,7 +21,12 @@ FAIL_BASE_PORT = int(os.environ.get("MONITOR_LAB_TEST_FAIL_BASE_PORT", "29592"))
 def test_up_reports_the_log_tail_of_a_broker_that_dies_and_stops_the_others(
     tmp_path: Path,
 ) -> None:
-    config = LabConfig(dir=tmp_path / "lab", base_port=FAIL_BASE_PORT, start_timeout_s=90)
+    with reserve_base_port(FAIL_BASE_PORT) as base_port:
+        _check_failed_start(tmp_path, base_port)
+
+
+def _check_failed_start(tmp_path: Path, base_port: int) -> None:
+    config = LabConfig(dir=tmp_path / "lab", base_port=base_port, start_timeout_s=90)
     # Node 3's storage claims to belong to node 99: kafka.Kafka refuses to start on it.
     config.data_dir(3).mkdir(parents=True)
     (config.data_dir(3) / "meta.properties").write_text(
