@@ -17,6 +17,7 @@ from collections.abc import Sequence
 COMMAND_MODULES: tuple[str, ...] = (
     "monitor.commands.schema",
     "monitor.commands.replay",
+    "monitor.collector.cli",
     "monitor.lab.cli",
 )
 

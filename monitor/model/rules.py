@@ -41,10 +41,17 @@ def is_unclean_election(
     """The new leader was in neither the last ISR nor the eligible leader replicas.
 
     Electing from the ELR (KIP-966) is clean: those replicas held the committed HW when
-    they left the ISR. An unknown previous ISR (first sight of the partition) is not
-    evidence of anything.
+    they left the ISR. An *empty* previous ISR is real evidence: with ELR (on by default
+    since Kafka 4.1) an offline partition keeps ``ISR = []`` and its last leader in the
+    ELR, so any other replica that leads next was elected uncleanly. (The caller asks only
+    about partitions it has seen before; first sight is not an election.)
+
+    >>> is_unclean_election(2, prev_isr=(), prev_elr=(1,))
+    True
+    >>> is_unclean_election(1, prev_isr=(), prev_elr=(1,))
+    False
     """
-    if new_leader is None or not prev_isr:
+    if new_leader is None:
         return False
     return new_leader not in prev_isr and new_leader not in prev_elr
 

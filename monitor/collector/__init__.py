@@ -1,0 +1,7 @@
+"""The telemetry collector: broker JMX (through the Prometheus JMX exporter) + Admin API ->
+validated contract events -> the events topic."""
+
+from monitor.collector.collector import Collector, RoundResult
+from monitor.collector.config import CollectorConfig, KafkaClientSettings
+
+__all__ = ["Collector", "CollectorConfig", "KafkaClientSettings", "RoundResult"]

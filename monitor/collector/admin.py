@@ -1,0 +1,166 @@
+"""The Admin API reads of a collection round (kafka-python), tolerant of partial failure.
+
+During elections and broker restarts — exactly when the monitor matters — some requests
+fail. Every function here returns what it could read plus the errors it met, and never
+raises for one partition's or one broker's trouble.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafka import KafkaAdminClient
+from kafka.admin import ConfigResource, ConfigResourceType, OffsetSpec
+from kafka.errors import KafkaError, UnsupportedVersionError
+from kafka.structs import TopicPartition
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionMetadata:
+    topic: str
+    partition: int
+    leader: int | None
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    offline: tuple[int, ...]
+    elr: tuple[int, ...] | None
+
+
+@dataclass
+class Reads:
+    partitions: list[PartitionMetadata] = field(default_factory=list)
+    high_watermarks: dict[tuple[str, int], int] = field(default_factory=dict)
+    errors: list[tuple[str, str]] = field(default_factory=list)  # (source, message)
+
+
+def _ints(values: Any) -> tuple[int, ...]:
+    return tuple(int(v) for v in (values or ()))
+
+
+def read_metadata(
+    admin: KafkaAdminClient, exclude: re.Pattern[str], include_internal: bool, reads: Reads
+) -> bool:
+    """Fill ``reads.partitions``. Prefers DescribeTopicPartitions (Kafka 3.7+: carries the
+    KIP-966 eligible leader replicas), falls back to Metadata. Returns whether ELR is known."""
+    try:
+        topics = [
+            t["name"]
+            for t in admin.describe_topics()
+            if not exclude.search(t["name"]) and (include_internal or not t.get("is_internal"))
+        ]
+    except KafkaError as e:
+        reads.errors.append(("metadata", repr(e)))
+        return False
+    if not topics:
+        return False
+    try:
+        cursor = None
+        while True:
+            page = admin.describe_topic_partitions(topics, cursor=cursor)
+            for t in page["topics"]:
+                if t["error_code"]:
+                    reads.errors.append(("metadata", f"{t['name']}: error {t['error_code']}"))
+                    continue
+                for p in t["partitions"]:
+                    reads.partitions.append(_from_dict(t["name"], p, with_elr=True))
+            cursor = page.get("next_cursor")
+            if not cursor:
+                return True
+    except UnsupportedVersionError:
+        pass
+    except KafkaError as e:
+        reads.errors.append(("metadata", repr(e)))
+        reads.partitions.clear()
+    try:
+        for t in admin.describe_topics(topics):
+            for p in t.get("partitions", []):
+                reads.partitions.append(_from_dict(t["name"], p, with_elr=False))
+    except KafkaError as e:
+        reads.errors.append(("metadata", repr(e)))
+    return False
+
+
+def _from_dict(topic: str, p: dict[str, Any], with_elr: bool) -> PartitionMetadata:
+    leader = int(p["leader_id"])
+    return PartitionMetadata(
+        topic=topic,
+        partition=int(p["partition_index"]),
+        leader=leader if leader >= 0 else None,
+        leader_epoch=max(0, int(p.get("leader_epoch", 0) or 0)),
+        replicas=_ints(p.get("replica_nodes")),
+        isr=_ints(p.get("isr_nodes")),
+        offline=_ints(p.get("offline_replicas")),
+        elr=_ints(p.get("eligible_leader_replicas")) if with_elr else None,
+    )
+
+
+def read_high_watermarks(admin: KafkaAdminClient, reads: Reads) -> None:
+    """HW of every led partition: ListOffsets LATEST (read_uncommitted), one request per leader.
+
+    kafka-python's ``list_partition_offsets`` raises on the first partition error of a
+    batch (e.g. OFFSET_NOT_AVAILABLE from a leader elected a moment ago, KIP-207); here each
+    leader's batch is sent with the client's own request builder and partitions that error
+    are simply left out of this round.
+    """
+    by_leader: dict[int, list[TopicPartition]] = defaultdict(list)
+    for p in reads.partitions:
+        if p.leader is not None:
+            by_leader[p.leader].append(TopicPartition(p.topic, p.partition))
+
+    async def _send_all() -> None:
+        for leader, tps in by_leader.items():
+            # Private kafka-python helpers: the public call cannot skip one partition's error.
+            request = admin._list_partition_offsets_request(
+                {tp: OffsetSpec.LATEST for tp in tps}, 0
+            )
+            try:
+                response = await admin._manager.send(request, node_id=leader)
+            except KafkaError as e:
+                reads.errors.append(("offsets", f"leader {leader}: {e!r}"))
+                continue
+            for topic in response.topics:
+                for part in topic.partitions:
+                    if part.error_code == 0 and part.offset >= 0:
+                        reads.high_watermarks[(topic.name, part.partition_index)] = part.offset
+
+    try:
+        admin._manager.run(_send_all)
+    except KafkaError as e:
+        reads.errors.append(("offsets", repr(e)))
+
+
+@dataclass(frozen=True, slots=True)
+class TopicDurability:
+    min_insync_replicas: int
+    unclean_leader_election_enable: bool
+
+
+def read_topic_configs(
+    admin: KafkaAdminClient, topics: list[str], reads: Reads
+) -> dict[str, TopicDurability]:
+    """``min.insync.replicas`` and ``unclean.leader.election.enable``, defaults resolved."""
+    out: dict[str, TopicDurability] = {}
+    keys = {"min.insync.replicas": None, "unclean.leader.election.enable": None}
+    for i in range(0, len(topics), 500):
+        resources = [
+            ConfigResource(ConfigResourceType.TOPIC, t, configs=dict(keys))
+            for t in topics[i : i + 500]
+        ]
+        try:
+            result = admin.describe_configs(resources, config_filter="all")
+        except KafkaError as e:
+            reads.errors.append(("configs", repr(e)))
+            continue
+        for name, entries in result.get("topic", {}).items():
+            try:
+                out[name] = TopicDurability(
+                    int(entries["min.insync.replicas"]["value"]),
+                    str(entries["unclean.leader.election.enable"]["value"]).lower() == "true",
+                )
+            except (KeyError, TypeError, ValueError) as e:
+                reads.errors.append(("configs", f"{name}: {e!r}"))
+    return out

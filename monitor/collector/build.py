@@ -1,0 +1,113 @@
+"""Turning one round's raw reads into contract events (pure: no I/O, times passed in)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from monitor.collector.admin import PartitionMetadata, TopicDurability
+from monitor.collector.jmx import BrokerScrape
+from monitor.events import BrokerEvent, PartitionEvent, ReplicaEvent, TopicConfigEvent
+
+AnyEvent = PartitionEvent | ReplicaEvent | TopicConfigEvent | BrokerEvent
+
+
+def partition_events(
+    cluster: str,
+    observed_at: int,
+    partitions: list[PartitionMetadata],
+    high_watermarks: Mapping[tuple[str, int], int],
+) -> list[PartitionEvent]:
+    return [
+        PartitionEvent(
+            schema_version=1,
+            kind="partition",
+            cluster=cluster,
+            observed_at=observed_at,
+            topic=p.topic,
+            partition=p.partition,
+            leader=p.leader,
+            leader_epoch=p.leader_epoch,
+            replicas=list(p.replicas),
+            isr=list(p.isr),
+            offline_replicas=list(p.offline),
+            eligible_leader_replicas=list(p.elr) if p.elr is not None else None,
+            high_watermark=high_watermarks.get((p.topic, p.partition)),
+        )
+        for p in partitions
+    ]
+
+
+def replica_events(
+    cluster: str, broker: int, observed_at: int, scrape: BrokerScrape, keep: set[str] | None
+) -> list[ReplicaEvent]:
+    """One event per replica the broker holds (``keep``: only these topics, if given)."""
+    return [
+        ReplicaEvent(
+            schema_version=1,
+            kind="replica",
+            cluster=cluster,
+            observed_at=observed_at,
+            topic=topic,
+            partition=partition,
+            broker=broker,
+            log_end_offset=leo,
+            log_start_offset=scrape.log_start.get((topic, partition)),
+            fetch_lag=scrape.fetch_lag.get((topic, partition)),
+        )
+        for (topic, partition), leo in scrape.leo.items()
+        if leo >= 0 and (keep is None or topic in keep)
+    ]
+
+
+def broker_event(
+    cluster: str, broker: int, observed_at: int, scrape: BrokerScrape | None
+) -> BrokerEvent:
+    """``alive`` is whether the broker answered; a silent broker is an event, not a gap."""
+    c = scrape.counters if scrape is not None else {}
+    active = c.get("active_controller")
+    return BrokerEvent(
+        schema_version=1,
+        kind="broker",
+        cluster=cluster,
+        observed_at=observed_at,
+        broker=broker,
+        alive=scrape is not None,
+        unclean_elections_total=c.get("unclean_elections_total"),
+        isr_shrinks_total=c.get("isr_shrinks_total"),
+        isr_expands_total=c.get("isr_expands_total"),
+        under_replicated_partitions=c.get("under_replicated_partitions"),
+        active_controller=bool(active) if active is not None else None,
+    )
+
+
+def topic_config_events(
+    cluster: str,
+    observed_at: int,
+    configs: Mapping[str, TopicDurability],
+    partitions: list[PartitionMetadata],
+) -> list[TopicConfigEvent]:
+    rf: dict[str, int] = {}
+    for p in partitions:
+        rf[p.topic] = max(rf.get(p.topic, 0), len(p.replicas))
+    return [
+        TopicConfigEvent(
+            schema_version=1,
+            kind="topic_config",
+            cluster=cluster,
+            observed_at=observed_at,
+            topic=topic,
+            replication_factor=max(1, rf.get(topic, 1)),
+            min_insync_replicas=cfg.min_insync_replicas,
+            unclean_leader_election_enable=cfg.unclean_leader_election_enable,
+        )
+        for topic, cfg in configs.items()
+    ]
+
+
+def event_key(ev: AnyEvent) -> bytes:
+    """Kafka record key: one partition's (or broker's) events share a key, hence an order."""
+    if isinstance(ev, BrokerEvent):
+        return f"{ev.cluster}/broker/{ev.broker}".encode()
+    if isinstance(ev, TopicConfigEvent):
+        return f"{ev.cluster}/{ev.topic}".encode()
+    return f"{ev.cluster}/{ev.topic}/{ev.partition}".encode()

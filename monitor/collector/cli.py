@@ -1,0 +1,112 @@
+"""``monitor collect``: run the collector (or one round into a file)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import signal
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from monitor.collector.collector import Collector, RoundResult
+from monitor.collector.config import CollectorConfig
+from monitor.events import dumps
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "collect",
+        help="collect replication telemetry from a cluster and publish it as events",
+        description="Every interval, reads each broker's JMX exporter and the Admin API, and "
+        "produces validated events to the events topic. Settings: --config FILE (TOML or "
+        "JSON), flags, or MONITOR_COLLECTOR_* environment variables.",
+    )
+    p.add_argument("--config", type=Path, help="TOML or JSON file with CollectorConfig keys")
+    p.add_argument("--lab", type=Path, metavar="DIR", help="collect from the lab in DIR")
+    p.add_argument("--bootstrap", help="bootstrap servers, host:port[,host:port]")
+    p.add_argument(
+        "--jmx",
+        action="append",
+        default=[],
+        metavar="ID=URL",
+        help="a broker's JMX exporter URL (repeat per broker)",
+    )
+    p.add_argument("--cluster", help="cluster name put on every event")
+    p.add_argument("--topic", help="events topic (default __replication_monitor_events)")
+    p.add_argument("--interval", type=float, help="seconds between rounds (default 5)")
+    p.add_argument("--metrics-port", type=int, help="serve the collector's own metrics here")
+    p.add_argument("--rounds", type=int, help="stop after this many rounds")
+    p.add_argument("--once", action="store_true", help="one round, then exit")
+    p.add_argument("--out", type=Path, help="write events as JSON lines here (no producing)")
+    p.set_defaults(func=run)
+
+
+def build_config(args: argparse.Namespace) -> CollectorConfig:
+    data: dict[str, Any] = {}
+    if args.config is not None:
+        text = args.config.read_text()
+        data = tomllib.loads(text) if args.config.suffix == ".toml" else json.loads(text)
+    if args.lab is not None:
+        from monitor.lab.cluster import Lab
+
+        lab = Lab.load(args.lab, progress=None)
+        data.setdefault("cluster", "lab")
+        data.setdefault("kafka", {})["bootstrap_servers"] = lab.config.bootstrap_servers
+        data["jmx_urls"] = lab.jmx_urls
+    if args.bootstrap:
+        data.setdefault("kafka", {})["bootstrap_servers"] = args.bootstrap
+    for item in args.jmx:
+        broker, _, url = item.partition("=")
+        if not broker.isdigit() or not url:
+            raise ValueError(f"--jmx {item!r}: expected ID=URL, e.g. 1=http://host:7071/metrics")
+        data.setdefault("jmx_urls", {})[int(broker)] = url
+    for key, value in (
+        ("cluster", args.cluster),
+        ("events_topic", args.topic),
+        ("interval_s", args.interval),
+        ("metrics_port", args.metrics_port),
+    ):
+        if value is not None:
+            data[key] = value
+    return CollectorConfig(**data)
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    logging.getLogger("kafka").setLevel(logging.WARNING)  # reconnect chatter during faults
+    try:
+        config = build_config(args)
+    except (ValidationError, ValueError, OSError) as e:
+        print(f"monitor collect: invalid configuration: {e}", file=sys.stderr)
+        return 2
+    if not config.jmx_urls:
+        print("monitor collect: no JMX exporter URLs (--jmx ID=URL or --lab DIR)", file=sys.stderr)
+        return 2
+    collector = Collector(config)
+    collector.start(produce=args.out is None)
+    out = args.out.open("w") if args.out is not None else None
+
+    def on_round(res: RoundResult) -> None:
+        if out is not None:
+            out.writelines(dumps(e) + "\n" for e in res.events)
+            out.flush()
+        print(
+            f"round: {len(res.events)} events, {len(res.errors)} errors, {res.duration_s:.2f}s",
+            file=sys.stderr,
+        )
+
+    signal.signal(signal.SIGTERM, lambda *_: collector.stop())
+    try:
+        collector.run(rounds=1 if args.once else args.rounds, on_round=on_round)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        collector.stop()
+        if out is not None:
+            out.close()
+    return 0

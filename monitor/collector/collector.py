@@ -1,0 +1,221 @@
+"""The collection loop: read the cluster, build validated events, publish them.
+
+Lifecycle (as Burrow's modules): ``Collector(config)`` validates and never connects;
+:meth:`start` connects; :meth:`round` reads once; :meth:`publish` produces;
+:meth:`run` loops until told to stop; :meth:`stop` closes in reverse order.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafka import KafkaAdminClient, KafkaProducer
+from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
+
+from monitor.collector import build, jmx
+from monitor.collector.admin import (
+    Reads,
+    TopicDurability,
+    read_high_watermarks,
+    read_metadata,
+    read_topic_configs,
+)
+from monitor.collector.config import CollectorConfig
+from monitor.events import dumps
+
+log = logging.getLogger("monitor.collector")
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@dataclass
+class RoundResult:
+    events: list[build.AnyEvent] = field(default_factory=list)
+    errors: list[tuple[str, str]] = field(default_factory=list)
+    duration_s: float = 0.0
+    elr_known: bool = False
+
+
+class _Health:
+    """The collector's own metrics (``kafka_replication_collector_*``)."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        ns = "kafka_replication_collector"
+        self.rounds = Counter(
+            f"{ns}_rounds", "Collection rounds completed.", registry=self.registry
+        )
+        self.duration = Gauge(
+            f"{ns}_round_duration_seconds", "Wall time of the last round.", registry=self.registry
+        )
+        self.last = Gauge(
+            f"{ns}_last_round_timestamp_seconds",
+            "Unix time the last round finished.",
+            registry=self.registry,
+        )
+        self.errors = Counter(
+            f"{ns}_errors", "Errors by source.", ["source"], registry=self.registry
+        )
+        self.produced = Counter(
+            f"{ns}_events_produced", "Events produced, by kind.", ["kind"], registry=self.registry
+        )
+        self.broker_up = Gauge(
+            f"{ns}_broker_up",
+            "1 if the broker's JMX exporter answered in the last round.",
+            ["broker"],
+            registry=self.registry,
+        )
+
+
+class Collector:
+    def __init__(self, config: CollectorConfig, clock: Callable[[], int] = now_ms) -> None:
+        self.config = config
+        self._clock = clock
+        self._exclude = (
+            re.compile(config.exclude_topics) if config.exclude_topics else re.compile(r"(?!)")
+        )
+        self._admin: KafkaAdminClient | None = None
+        self._producer: KafkaProducer | None = None
+        self._pool: ThreadPoolExecutor | None = None
+        self._rounds = 0
+        self._configs: dict[str, TopicDurability] = {}
+        self.health = _Health()
+        self._metrics_server: Any = None
+        self._stop = threading.Event()
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def start(self, produce: bool = True) -> None:
+        kw = self.config.kafka.client_kwargs()
+        self._admin = KafkaAdminClient(client_id="replication-monitor-collector", **kw)
+        if produce:
+            target = (self.config.events_kafka or self.config.kafka).client_kwargs()
+            self._producer = KafkaProducer(
+                client_id="replication-monitor-collector",
+                acks="all",
+                linger_ms=20,
+                retries=5,
+                max_in_flight_requests_per_connection=1,  # keep each key's events in order
+                **target,
+            )
+        self._pool = ThreadPoolExecutor(max_workers=max(1, min(16, len(self.config.jmx_urls))))
+        if self.config.metrics_port is not None:
+            self._metrics_server = start_http_server(
+                self.config.metrics_port, self.config.metrics_host, self.health.registry
+            )
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._metrics_server is not None:
+            server, thread = self._metrics_server
+            server.shutdown()
+            thread.join(timeout=5)
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._producer is not None:
+            self._producer.flush(timeout=10)
+            self._producer.close(timeout=10)
+        if self._admin is not None:
+            self._admin.close()
+
+    # -- one round -------------------------------------------------------------------------
+
+    def _scrape(self, broker: int, url: str) -> tuple[int, int, jmx.BrokerScrape | None, str]:
+        t = self._clock()
+        try:
+            page = jmx.fetch(url, self.config.jmx_timeout_s)
+            return broker, t, jmx.parse(page, jmx.JmxNames()), ""
+        except Exception as e:  # a paused or dead broker: reported as alive=false
+            return broker, t, None, f"broker {broker}: {e!r}"
+
+    def round(self) -> RoundResult:
+        """Read everything once and return the validated events (nothing is produced)."""
+        assert self._admin is not None and self._pool is not None, "call start() first"
+        started = time.monotonic()
+        cfg = self.config
+        res = RoundResult()
+        scrapes = [self._pool.submit(self._scrape, b, u) for b, u in sorted(cfg.jmx_urls.items())]
+        reads = Reads()
+        t_meta = self._clock()
+        res.elr_known = read_metadata(self._admin, self._exclude, cfg.include_internal, reads)
+        if reads.partitions:
+            read_high_watermarks(self._admin, reads)
+        topics = sorted({p.topic for p in reads.partitions})
+        if topics and (self._rounds % cfg.config_every_rounds == 0 or not self._configs):
+            self._configs.update(read_topic_configs(self._admin, topics, reads))
+        res.errors.extend(reads.errors)
+
+        keep = set(topics) if topics else None
+        for fut in scrapes:
+            broker, t, scrape, err = fut.result()
+            self.health.broker_up.labels(str(broker)).set(1 if scrape else 0)
+            if err:
+                res.errors.append(("jmx", err))
+            res.events.append(build.broker_event(cfg.cluster, broker, t, scrape))
+            if scrape is not None:
+                kept = build.replica_events(cfg.cluster, broker, t, scrape, keep)
+                res.events.extend(e for e in kept if not self._exclude.search(e.topic))
+        res.events.extend(
+            build.partition_events(cfg.cluster, t_meta, reads.partitions, reads.high_watermarks)
+        )
+        if self._rounds % cfg.config_every_rounds == 0:
+            configs = {t: c for t, c in self._configs.items() if t in set(topics)}
+            res.events.extend(
+                build.topic_config_events(cfg.cluster, t_meta, configs, reads.partitions)
+            )
+        res.events.sort(key=lambda e: e.observed_at)
+        self._rounds += 1
+        res.duration_s = time.monotonic() - started
+        for source, _msg in res.errors:
+            self.health.errors.labels(source).inc()
+        self.health.rounds.inc()
+        self.health.duration.set(res.duration_s)
+        self.health.last.set(time.time())
+        return res
+
+    def publish(self, events: list[build.AnyEvent]) -> int:
+        """Produce to the events topic (acks=all), keyed by cluster/topic/partition."""
+        assert self._producer is not None, "started without a producer"
+        failed: list[BaseException] = []
+        for ev in events:
+            fut = self._producer.send(
+                self.config.events_topic, key=build.event_key(ev), value=dumps(ev).encode()
+            )
+            fut.add_errback(failed.append)
+            self.health.produced.labels(ev.kind).inc()
+        self._producer.flush(timeout=30)
+        if failed:
+            self.health.errors.labels("produce").inc(len(failed))
+            log.warning("%d events failed to publish: %r", len(failed), failed[0])
+        return len(events) - len(failed)
+
+    def run(
+        self, rounds: int | None = None, on_round: Callable[[RoundResult], None] | None = None
+    ) -> None:
+        """Collect every ``interval_s`` until :meth:`stop` (or ``rounds`` rounds)."""
+        done = 0
+        next_at = time.monotonic()
+        while not self._stop.is_set() and (rounds is None or done < rounds):
+            try:
+                res = self.round()
+                if self._producer is not None:
+                    self.publish(res.events)
+                if on_round is not None:
+                    on_round(res)
+                for source, msg in res.errors[:5]:
+                    log.info("round %d: %s error: %s", done, source, msg)
+            except Exception:  # never die of one bad round: the next one may work
+                self.health.errors.labels("round").inc()
+                log.exception("collection round failed")
+            done += 1
+            next_at += self.config.interval_s
+            self._stop.wait(max(0.0, next_at - time.monotonic()))

@@ -1,0 +1,96 @@
+"""The collector's pure parts: exporter parsing, event building, configuration errors."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from monitor.collector.admin import PartitionMetadata, TopicDurability
+from monitor.collector.build import (
+    broker_event,
+    event_key,
+    partition_events,
+    replica_events,
+    topic_config_events,
+)
+from monitor.collector.config import CollectorConfig, KafkaClientSettings
+from monitor.collector.jmx import JmxNames, parse
+
+PAGE = """\
+# HELP kafka_log_log_end_offset Log end offset
+# TYPE kafka_log_log_end_offset gauge
+kafka_log_log_end_offset{partition="0",topic="orders"} 1500.0
+kafka_log_log_end_offset{partition="1",topic="orders"} 7.0
+kafka_log_log_end_offset{partition="0",topic="__replication_monitor_events"} 99.0
+kafka_log_log_start_offset{partition="0",topic="orders"} 100.0
+kafka_server_replica_fetcher_lag{client_id="Fetcher-0-2",partition="1",topic="orders"} 3.0
+kafka_server_replica_manager_isrshrinkspersec_total 4.0
+kafka_server_replica_manager_underreplicatedpartitions 1.0
+kafka_controller_activecontrollercount 1.0
+kafka_controller_stats_uncleanleaderelectionspersec_total 2.0
+kafka_log_log_end_offset{partition="x",topic="broken"} 5.0
+kafka_log_log_end_offset{partition="2",topic="orders"} NaN
+"""
+
+
+def test_parse_picks_the_needed_series_and_skips_broken_lines() -> None:
+    s = parse(PAGE, JmxNames())
+    assert s.leo == {("orders", 0): 1500, ("orders", 1): 7, ("__replication_monitor_events", 0): 99}
+    assert s.log_start == {("orders", 0): 100}
+    assert s.fetch_lag == {("orders", 1): 3}
+    assert s.counters == {
+        "isr_shrinks_total": 4,
+        "under_replicated_partitions": 1,
+        "active_controller": 1,
+        "unclean_elections_total": 2,
+    }
+
+
+def test_built_events_validate_and_carry_the_readings() -> None:
+    s = parse(PAGE, JmxNames())
+    reps = replica_events("c", 2, 1_000, s, keep={"orders"})
+    assert sorted((e.topic, e.partition, e.log_end_offset) for e in reps) == [
+        ("orders", 0, 1500),
+        ("orders", 1, 7),
+    ]
+    assert next(e for e in reps if e.partition == 1).fetch_lag == 3
+    meta = [PartitionMetadata("orders", 0, None, 4, (1, 2), (), (), (1,))]
+    (pe,) = partition_events("c", 1_000, meta, {("orders", 0): 42})
+    assert (pe.leader, pe.eligible_leader_replicas, pe.high_watermark) == (None, [1], 42)
+    (tc,) = topic_config_events("c", 1_000, {"orders": TopicDurability(2, False)}, meta)
+    assert (tc.replication_factor, tc.min_insync_replicas) == (2, 2)
+    assert broker_event("c", 3, 1_000, None).alive is False
+    be = broker_event("c", 2, 1_000, s)
+    assert be.alive and be.active_controller and be.unclean_elections_total == 2
+    assert event_key(pe) == b"c/orders/0" and event_key(be) == b"c/broker/2"
+
+
+def test_config_errors_name_the_key() -> None:
+    with pytest.raises(ValidationError, match="jmx_urls"):
+        CollectorConfig(jmx_urls={1: "ftp://x"})
+    with pytest.raises(ValidationError, match="interval_s"):
+        CollectorConfig(interval_s=0)
+    with pytest.raises(ValidationError, match=r"unknown_key"):
+        CollectorConfig(unknown_key=1)  # type: ignore[call-arg]
+
+
+def test_secrets_never_print() -> None:
+    """A password passes through to the client but not into repr/str/JSON of the config."""
+    k = KafkaClientSettings(
+        security_protocol="SASL_SSL",
+        sasl_mechanism="SCRAM-SHA-512",
+        sasl_plain_username="mon",
+        sasl_plain_password="hunter2",  # type: ignore[arg-type]
+    )
+    cfg = CollectorConfig(kafka=k)
+    for text in (repr(cfg), str(cfg), cfg.model_dump_json()):
+        assert "hunter2" not in text
+    assert k.client_kwargs()["sasl_plain_password"] == "hunter2"
+
+
+def test_environment_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MONITOR_COLLECTOR_CLUSTER", "prod-eu")
+    monkeypatch.setenv("MONITOR_COLLECTOR_KAFKA__BOOTSTRAP_SERVERS", "k1:9092,k2:9092")
+    cfg = CollectorConfig()
+    assert cfg.cluster == "prod-eu"
+    assert cfg.kafka.client_kwargs()["bootstrap_servers"] == ["k1:9092", "k2:9092"]
