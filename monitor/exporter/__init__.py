@@ -1,0 +1,7 @@
+"""Prometheus exporter: metric families built from a :class:`Snapshot` at scrape time."""
+
+from monitor.exporter.collector import ReplicationCollector
+from monitor.exporter.server import MetricsServer
+from monitor.exporter.snapshot import BrokerView, Health, Snapshot
+
+__all__ = ["BrokerView", "Health", "MetricsServer", "ReplicationCollector", "Snapshot"]

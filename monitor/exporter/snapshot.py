@@ -1,0 +1,105 @@
+"""What the exporter knows: the latest view of every partition, topic and broker, the
+recent one-off findings, and the monitor's own health. Thread-safe; updated by whichever
+engine drives the model (the Spark job's driver, or an in-process model), read at scrape.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from monitor.model import ClusterModel, Finding, FindingState
+from monitor.views import OpenView, PartitionView, open_view, partition_view
+
+PKey = tuple[str, str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerView:
+    cluster: str
+    broker: int
+    alive: bool
+    observed_at: int
+    open: tuple[OpenView, ...] = ()
+
+
+@dataclass(slots=True)
+class Health:
+    """The monitor's own view of itself (see docs/metrics.md, "The monitor itself")."""
+
+    last_batch_at: float = 0.0  # Unix seconds
+    newest_observed_at: dict[str, int] = field(default_factory=dict)  # cluster -> ms
+    events_processed: int = 0
+    events_dead_lettered: int = 0
+    input_lag_records: int = -1
+    running: bool = False
+
+
+class Snapshot:
+    """The exporter's state. ``event_retention_s``: how long one-off findings stay visible."""
+
+    def __init__(self, event_retention_s: float = 86_400.0) -> None:
+        self.lock = threading.Lock()
+        self.partitions: dict[PKey, PartitionView] = {}
+        self.topic_open: dict[tuple[str, str], tuple[OpenView, ...]] = {}
+        self.brokers: dict[tuple[str, int], BrokerView] = {}
+        #: (cluster, topic, partition, kind) -> (at ms, severity) of the last one-off finding.
+        self.last_events: dict[tuple[str, str, int, str], tuple[int, int]] = {}
+        self.last_loss: dict[PKey, int] = {}
+        self.events_total: dict[tuple[str, str], int] = {}
+        self.lost_total: dict[tuple[str, str], int] = {}
+        self.health = Health()
+        self.event_retention_s = event_retention_s
+
+    # -- updates --------------------------------------------------------------------------
+
+    def record_findings(self, findings: Iterable[Finding]) -> None:
+        """Remember one-off findings (the conditions come with the partition views)."""
+        with self.lock:
+            for f in findings:
+                if f.state is not FindingState.EVENT:
+                    continue
+                kind = str(f.kind)
+                key = (f.cluster, kind)
+                self.events_total[key] = self.events_total.get(key, 0) + 1
+                if f.topic is None or f.partition is None:
+                    continue
+                self.last_events[(f.cluster, f.topic, f.partition, kind)] = (f.at, int(f.severity))
+                if kind == "committed_data_loss":
+                    lost = int(f.details.get("lost_count", 0))
+                    self.last_loss[(f.cluster, f.topic, f.partition)] = lost
+                    tkey = (f.cluster, f.topic)
+                    self.lost_total[tkey] = self.lost_total.get(tkey, 0) + lost
+
+    def update_partitions(self, views: Iterable[PartitionView]) -> None:
+        with self.lock:
+            for v in views:
+                self.partitions[v.key] = v
+
+    def update_from_model(self, model: ClusterModel) -> None:
+        """Refresh every view from an in-process model (replay, tests, small deployments)."""
+        with self.lock:
+            for key, ps in model.partitions.items():
+                ts = model.topics.get((ps.cluster, ps.topic))
+                self.partitions[key] = partition_view(ps, ts.config if ts else None)
+            for (cluster, topic), ts in model.topics.items():
+                self.topic_open[(cluster, topic)] = tuple(open_view(c) for c in ts.open.values())
+            for (cluster, broker), bs in model.brokers.items():
+                self.brokers[(cluster, broker)] = BrokerView(
+                    cluster,
+                    broker,
+                    bs.alive,
+                    bs.observed_at,
+                    tuple(open_view(c) for c in bs.open.values()),
+                )
+            for ps in model.partitions.values():
+                prev = self.health.newest_observed_at.get(ps.cluster, 0)
+                self.health.newest_observed_at[ps.cluster] = max(prev, ps.last_seen)
+
+    def expire(self, now_ms: int) -> None:
+        """Forget one-off findings older than the retention."""
+        horizon = now_ms - int(self.event_retention_s * 1000)
+        with self.lock:
+            for key in [k for k, (at, _) in self.last_events.items() if at < horizon]:
+                del self.last_events[key]
