@@ -453,16 +453,18 @@ class Lab:
             self._write_configs()
             self._write_state()
             self._format(self._state.cluster_id, classpath)
-            for node in cfg.node_ids:
-                if self.pid(node) is not None:
-                    self._say(f"node {node} already running (pid {self.pid(node)})")
-                    continue
-                pid = self._launch(node, classpath, agent)
-                self._say(
-                    f"started node {node}: pid {pid}, broker {cfg.host}:{cfg.broker_port(node)}, "
-                    f"controller :{cfg.controller_port(node)}, jmx {cfg.jmx_url(node)}"
-                )
         try:
+            with self._locked():
+                for node in cfg.node_ids:
+                    if self.pid(node) is not None:
+                        self._say(f"node {node} already running (pid {self.pid(node)})")
+                        continue
+                    pid = self._launch(node, classpath, agent)
+                    self._say(
+                        f"started node {node}: pid {pid}, "
+                        f"broker {cfg.host}:{cfg.broker_port(node)}, "
+                        f"controller :{cfg.controller_port(node)}, jmx {cfg.jmx_url(node)}"
+                    )
             self.wait_ready(cfg.node_ids, timeout=timeout or cfg.start_timeout_s)
         except BaseException:
             # Never leave a half-started cluster behind when `up` fails (or is interrupted).
