@@ -45,7 +45,7 @@ def main() -> None:
     ap.add_argument("--fault-rate", type=float, default=0.001)
     args = ap.parse_args()
     per_round = args.partitions * 4 + 6
-    rounds = max(1, args.events // per_round)
+    rounds = max(1, -(-args.events // per_round))  # at least --events
     print(f"machine: {machine()}")
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "events.jsonl"
