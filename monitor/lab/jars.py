@@ -49,6 +49,7 @@ JMX_EXPORTER_VERSION = "1.0.1"
 SPARK_KAFKA_FALLBACK_VERSION = "4.2.0"
 
 _MARKER = ".complete.json"
+_ANSI_RE = re.compile(r"\x1b\[[0-9;]*m")
 
 
 class JarSet(StrEnum):
@@ -180,6 +181,7 @@ def _run_maven(jar_set: JarSet, version: str, out_dir: Path) -> tuple[int, str]:
     assert proc.stdout is not None
     lines: list[str] = []
     for line in proc.stdout:
+        line = _ANSI_RE.sub("", line)  # Debian's mvn emits colour resets even with -B
         lines.append(line)
         # Maven's own progress lines, indented so they read as a sub-step.
         sys.stdout.write("    " + line)

@@ -23,25 +23,10 @@ from monitor.lab.admin import unfenced_brokers
 from monitor.lab.cluster import Lab, NodeStatus
 from monitor.lab.config import LabConfig
 from monitor.lab.ports import reserve_base_port
+from tests.lab.helpers import our_jvms
 
 PINNED = "MONITOR_LAB_TEST_BASE_PORT" in os.environ
 TEST_BASE_PORT = int(os.environ.get("MONITOR_LAB_TEST_BASE_PORT", "29092"))
-
-
-def _our_jvms(lab_dir: Path) -> list[int]:
-    """Pids whose command line carries this lab's marker (only JVMs the lab started)."""
-    marker = f"-Dmonitor.lab.node={lab_dir}#"
-    pids = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            cmdline = (proc / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if any(part.decode(errors="replace").startswith(marker) for part in cmdline):
-            pids.append(int(proc.name))
-    return pids
 
 
 @pytest.fixture(scope="session")
@@ -62,11 +47,11 @@ def _run_lab(lab_dir: Path, base_port: int) -> Iterator[Lab]:
             lab.down()
         finally:
             # Belt and braces: anything still carrying our marker is ours; kill it by pid.
-            leftovers = _our_jvms(lab.config.dir)
+            leftovers = our_jvms(lab.config.dir)
             for pid in leftovers:
                 os.kill(pid, signal.SIGKILL)
             deadline = time.monotonic() + 10
-            while _our_jvms(lab.config.dir) and time.monotonic() < deadline:
+            while our_jvms(lab.config.dir) and time.monotonic() < deadline:
                 time.sleep(0.2)
             assert not leftovers, f"lab.down() left JVMs running: {leftovers}"
 

@@ -13,6 +13,22 @@ from monitor.lab.admin import PartitionState
 from monitor.lab.cluster import Lab
 
 
+def our_jvms(lab_dir: Path) -> list[int]:
+    """Pids whose command line carries this lab's marker (only JVMs the lab started)."""
+    marker = f"-Dmonitor.lab.node={lab_dir}#"
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if any(part.decode(errors="replace").startswith(marker) for part in cmdline):
+            pids.append(int(proc.name))
+    return pids
+
+
 def topic_name(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 

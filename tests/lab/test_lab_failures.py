@@ -11,7 +11,7 @@ from monitor.lab.cluster import Lab
 from monitor.lab.config import LabConfig
 from monitor.lab.errors import LabError
 from monitor.lab.ports import reserve_base_port
-from tests.lab.conftest import _our_jvms
+from tests.lab.helpers import our_jvms
 
 pytestmark = [pytest.mark.lab, pytest.mark.timeout(180)]
 
@@ -39,7 +39,7 @@ def _check_failed_start(tmp_path: Path, base_port: int) -> None:
         message = str(failure.value)
         assert "broker 3 exited while starting" in message
         assert "Stored node id 99 doesn't match previous node id 3" in message
-        assert _our_jvms(config.dir) == []
+        assert our_jvms(config.dir) == []
     finally:
         lab.down()
-        assert _our_jvms(config.dir) == []
+        assert our_jvms(config.dir) == []

@@ -16,8 +16,7 @@ import pytest
 from monitor.lab.cluster import Lab
 from monitor.lab.config import LabConfig
 from monitor.lab.ports import reserve_base_port
-from tests.lab.conftest import _our_jvms
-from tests.lab.helpers import run_unclean_election_scenario
+from tests.lab.helpers import our_jvms, run_unclean_election_scenario
 
 pytestmark = [pytest.mark.lab, pytest.mark.timeout(300)]
 
@@ -34,7 +33,7 @@ def no_elr_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
             yield lab
         finally:
             lab.down()
-            assert _our_jvms(lab.config.dir) == []
+            assert our_jvms(lab.config.dir) == []
 
 
 def test_unclean_election_without_elr_loses_the_same_records(
