@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -172,7 +173,7 @@ def test_unclean_election_loss_matches_what_a_consumer_reads(
 
 def test_published_events_are_valid_and_keyed(lab: Lab) -> None:
     """publish(): every record on the events topic parses under the contract, keyed by
-    cluster/topic/partition (or cluster/broker/ID)."""
+    cluster/topic/partition (or cluster/broker/ID); the collector's own /metrics counts it."""
     topic = "__replication_monitor_events_test"
     create_topic(
         lab.bootstrap_servers, topic, partitions=3, replication_factor=3, min_insync_replicas=2
@@ -182,14 +183,26 @@ def test_published_events_are_valid_and_keyed(lab: Lab) -> None:
         kafka={"bootstrap_servers": lab.bootstrap_servers},
         jmx_urls=lab.jmx_urls,
         events_topic=topic,
+        metrics_port=0,
     )
     collector = Collector(config)
     collector.start()
     try:
         res = collector.round()
         sent = collector.publish(res.events)
+        port = collector._metrics_server[0].server_port
+        health = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read()
     finally:
         collector.stop()
+    text = health.decode()
+    assert "kafka_replication_collector_rounds_total 1.0" in text
+    assert 'kafka_replication_collector_broker_up{broker="1"} 1.0' in text
+    produced = sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("kafka_replication_collector_events_produced_total{")
+    )
+    assert produced == sent
     assert sent == len(res.events) > 0
     consumer = KafkaConsumer(
         topic,
