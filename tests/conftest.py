@@ -1,4 +1,5 @@
-"""One real 3-node Kafka lab for the whole test session, always torn down by pid.
+"""Shared fixtures. One real 3-node Kafka lab for the whole test session (every stage's
+integration tests use the same cluster), started on first use and always torn down by pid.
 
 The lab runs on base port 29092 (controllers 29192.., exporters 29292..), away from the
 CLI default 19092 so a developer's own `monitor lab up` does not collide with the tests;
