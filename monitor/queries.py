@@ -77,6 +77,8 @@ def what_if(views: Iterable[PartitionView], stopped: set[int]) -> list[Impact]:
         if leader_down and leader_leo >= 0 and isr_left:
             best_isr = max((leos.get(b, -1) for b in isr_left), default=-1)
             uncommitted = max(0, leader_leo - max(best_isr, v.hw))
+        was_under_min = v.min_isr is not None and len(v.isr) < v.min_isr
+        already = outcome is Outcome.UNDER_MIN_ISR and was_under_min
         out.append(
             Impact(
                 v.topic,
@@ -89,6 +91,7 @@ def what_if(views: Iterable[PartitionView], stopped: set[int]) -> list[Impact]:
                 v.min_isr,
                 committed,
                 uncommitted,
+                already,
             )
         )
     order = list(Outcome)

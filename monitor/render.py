@@ -36,7 +36,8 @@ SUMMARIES: dict[str, _Summary] = {
     "offline": lambda d: f"no leader (last leader {d['last_leader']}, {_isr(d)})",
     "leader_election": lambda d: (
         f"{'clean' if d['clean'] else 'UNCLEAN'} election: leader {d['leader_before']} -> "
-        f"{d['leader']}, epoch {d['epoch_before']} -> {d['epoch']}, start offset {d['start_offset']}"
+        f"{d['leader']}, epoch {d['epoch_before']} -> {d['epoch']}, "
+        f"start offset {d['start_offset']}"
     ),
     "unclean_election": lambda d: (
         f"leader {d['leader']} was not in ISR {d['isr_before']} (epoch {d['epoch']}); "

@@ -130,7 +130,9 @@ def generate(
                     broker=p.replicas[idx],
                     log_end_offset=leo,
                 )
-            committed = min([p.leo - 5] + ([p.stall_leo] if p.stalled >= 0 and not p.out_of_isr else []))
+            # HW: the leader's LEO a fetch round back, held down by a stalled in-ISR follower.
+            holding = p.stalled >= 0 and not p.out_of_isr
+            committed = min(p.leo - 5, p.stall_leo) if holding else p.leo - 5
             yield ev(
                 "partition",
                 t + 200,
