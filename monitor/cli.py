@@ -18,6 +18,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "monitor.commands.schema",
     "monitor.commands.replay",
     "monitor.collector.cli",
+    "monitor.commands.runbook",
     "monitor.lab.cli",
 )
 

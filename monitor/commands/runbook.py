@@ -1,0 +1,406 @@
+"""The on-call runbook's commands: status, partitions, explain, lineage, what-if, audit.
+
+Each reads a :mod:`state source <monitor.sources>` (``--events FILE``: the model replayed
+over a captured events file) and prints a table for people or ``--json`` for scripts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from monitor.model import Finding, FindingKind, FindingState, Severity
+from monitor.queries import Outcome, audit, status, what_if
+from monitor.render import iso, summary, table
+from monitor.sources import ReplaySource, SourceError, StateSource
+from monitor.views import PartitionView
+
+_COLOURS = {"critical": "31;1", "warning": "33", "info": "36"}
+
+
+def _colour(text: str, severity: str) -> str:
+    if not sys.stdout.isatty() or os.environ.get("NO_COLOR"):
+        return text
+    return f"\x1b[{_COLOURS.get(severity, '0')}m{text}\x1b[0m"
+
+
+def _source(args: argparse.Namespace) -> StateSource:
+    if args.events is None:
+        raise SourceError("no state to read: give --events FILE (a captured events file)")
+    return ReplaySource(Path(args.events))
+
+
+def _add_source(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--events", metavar="FILE", help="replay this JSON-lines events file")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _finding_of(d: dict[str, Any]) -> Finding:
+    return Finding(
+        FindingKind(d["kind"]),
+        FindingState(d["state"]),
+        Severity.parse(d["severity"]),
+        d["cluster"],
+        d["topic"],
+        d["partition"],
+        d["at"],
+        d["opened_at"],
+        d["broker"],
+        d["details"],
+    )
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    def add(
+        name: str, help_text: str, fn: Callable[[argparse.Namespace], int]
+    ) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        _add_source(p)
+        p.set_defaults(func=_guarded(fn))
+        return p
+
+    add(
+        "status",
+        "the cluster at a glance: open findings, offline / under-min-ISR "
+        "partitions, silent brokers, freshness",
+        run_status,
+    )
+    p = add(
+        "partitions",
+        "the partitions with an open finding of a kind, with their numbers",
+        run_partitions,
+    )
+    p.add_argument("--finding", required=True, choices=[str(k) for k in FindingKind])
+    p.add_argument("--topic")
+    p.add_argument("--broker", type=int)
+    p = add(
+        "explain", "a partition's story: epochs, ISR changes, watermarks, findings", run_explain
+    )
+    p.add_argument("topic")
+    p.add_argument("partition", type=int)
+    p.add_argument("--plot", metavar="FILE.png", help="draw the watermark diagram")
+    p = add(
+        "lineage", "the observed leader-epoch history (epoch, start offset, leader)", run_lineage
+    )
+    p.add_argument("topic")
+    p.add_argument("partition", type=int)
+    p = add("what-if", "the blast radius if these brokers stopped now", run_what_if)
+    p.add_argument("--broker", type=int, action="append", required=True)
+    p = add(
+        "audit", "each topic's durability profile (CP / AP / misconfigured) and fixes", run_audit
+    )
+    p.add_argument("--topic")
+
+
+def _guarded(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return fn(args)
+        except SourceError as e:
+            print(f"monitor {args.command}: {e}", file=sys.stderr)
+            return 2
+
+    return run
+
+
+def _emit_json(obj: Any) -> int:
+    print(json.dumps(obj, indent=2, default=str))
+    return 0
+
+
+def _find(src: StateSource, topic: str, partition: int) -> PartitionView:
+    for v in src.partitions():
+        if v.topic == topic and v.partition == partition:
+            return v
+    known = sorted({v.topic for v in src.partitions()})
+    raise SourceError(
+        f"unknown partition {topic}/{partition} (topics known: {', '.join(known[:10]) or 'none'})"
+    )
+
+
+# -- status -------------------------------------------------------------------------------
+
+
+def run_status(args: argparse.Namespace) -> int:
+    src = _source(args)
+    silent = [b.broker for b in src.brokers() if not b.alive]
+    st = status(src.partitions(), silent)
+    if args.json:
+        # (not asdict: it rebuilds Counters from (key, value) pairs, counting the pairs)
+        return _emit_json(
+            {
+                "partitions": st.partitions,
+                "open_by_severity": dict(st.open_by_severity),
+                "open_by_kind": dict(st.open_by_kind),
+                "offline": st.offline,
+                "under_min_isr": st.under_min_isr,
+                "under_replicated": st.under_replicated,
+                "silent_brokers": st.silent_brokers,
+                "newest_observed_at": st.newest_observed_at,
+            }
+        )
+    print(f"partitions tracked: {st.partitions}")
+    sev = ", ".join(
+        _colour(f"{st.open_by_severity[s]} {s}", s) for s in ("critical", "warning", "info")
+    )
+    print(f"open findings:      {sev}")
+    print(f"offline:            {st.offline}")
+    print(f"under min ISR:      {st.under_min_isr}")
+    print(f"under-replicated:   {st.under_replicated}")
+    print(f"silent brokers:     {', '.join(map(str, st.silent_brokers)) or 'none'}")
+    if st.newest_observed_at >= 0:
+        print(f"newest telemetry:   {iso(st.newest_observed_at)}")
+    if st.open_by_kind:
+        print()
+        rows = [[k, str(n)] for k, n in st.open_by_kind.most_common()]
+        print(table(rows, ["OPEN KIND", "PARTITIONS"]))
+    return 0
+
+
+# -- partitions ----------------------------------------------------------------------------
+
+
+def run_partitions(args: argparse.Namespace) -> int:
+    src = _source(args)
+    rows: list[dict[str, Any]] = []
+    for v in src.partitions():
+        if args.topic and v.topic != args.topic:
+            continue
+        for o in v.open:
+            if o.kind != args.finding:
+                continue
+            if args.broker is not None and args.broker not in (o.broker, v.leader):
+                continue
+            f = Finding(
+                FindingKind(o.kind),
+                FindingState.OPEN,
+                Severity(o.severity),
+                v.cluster,
+                v.topic,
+                v.partition,
+                o.opened_at,
+                o.opened_at,
+                o.broker,
+                o.details,
+            )
+            rows.append(
+                {
+                    "topic": v.topic,
+                    "partition": v.partition,
+                    "broker": o.broker,
+                    "since": o.opened_at,
+                    "leader": v.leader,
+                    "isr": list(v.isr),
+                    "hw": v.hw,
+                    "summary": summary(f),
+                    "details": o.details,
+                }
+            )
+    rows.sort(key=lambda r: (r["topic"], r["partition"]))
+    if args.json:
+        return _emit_json(rows)
+    if not rows:
+        print(f"no partition has an open {args.finding}")
+        return 0
+    print(
+        table(
+            [
+                [
+                    f"{r['topic']}/{r['partition']}",
+                    "" if r["broker"] is None else str(r["broker"]),
+                    iso(r["since"]),
+                    str(r["leader"]),
+                    str(r["isr"]),
+                    str(r["hw"]),
+                    r["summary"],
+                ]
+                for r in rows
+            ],
+            ["PARTITION", "BROKER", "OPEN SINCE", "LEADER", "ISR", "HW", "SUMMARY"],
+        )
+    )
+    return 0
+
+
+# -- explain and lineage --------------------------------------------------------------------
+
+
+def _lineage_rows(v: PartitionView) -> list[dict[str, Any]]:
+    return [
+        {"epoch": e, "start_offset": s if s >= 0 else None, "leader": leader, "at": at}
+        for e, s, leader, at in v.lineage
+    ]
+
+
+def run_lineage(args: argparse.Namespace) -> int:
+    src = _source(args)
+    v = _find(src, args.topic, args.partition)
+    rows = _lineage_rows(v)
+    if args.json:
+        return _emit_json(rows)
+    print(
+        table(
+            [
+                [
+                    str(r["epoch"]),
+                    "?" if r["start_offset"] is None else str(r["start_offset"]),
+                    "none" if r["leader"] is None else str(r["leader"]),
+                    iso(r["at"]),
+                ]
+                for r in rows
+            ],
+            ["EPOCH", "START OFFSET", "LEADER", "OBSERVED"],
+        )
+    )
+    return 0
+
+
+def story(v: PartitionView, findings: Sequence[dict[str, Any]]) -> list[str]:
+    """The partition's story, one plain sentence per line."""
+    lines = [
+        f"{v.topic}/{v.partition} (cluster {v.cluster}): replicas {list(v.replicas)}, "
+        f"min ISR {v.min_isr if v.min_isr is not None else '?'}; now "
+        + (
+            f"led by {v.leader} at epoch {v.leader_epoch}"
+            if v.leader is not None
+            else f"OFFLINE at epoch {v.leader_epoch}"
+        )
+        + f", ISR {list(v.isr)}, HW {v.hw}."
+    ]
+    epochs = [
+        f"{e} from offset {s if s >= 0 else '?'} led by {'nobody' if ld is None else ld} "
+        f"({iso(at)})"
+        for e, s, ld, at in v.lineage
+    ]
+    if epochs:
+        lines.append("Epochs: " + "; ".join(epochs) + ".")
+    leos = ", ".join(f"broker {r.broker} LEO {r.leo}" for r in v.replica_views if r.leo >= 0)
+    if leos:
+        lines.append(f"Replicas now: {leos}; uncommitted {v.uncommitted}.")
+    for d in findings:
+        f = _finding_of(d)
+        if f.kind == FindingKind.STALE_TELEMETRY and f.topic is None:
+            continue
+        verb = {"open": "opened", "resolved": "resolved", "event": ""}[f.state.value]
+        who = (
+            f" (broker {f.broker})" if f.broker is not None and f.kind != "leader_election" else ""
+        )
+        lines.append(f"{iso(f.at)}  {f.kind}{who}{' ' + verb if verb else ''}: {summary(f)}")
+    lost = sum(
+        int(d["details"].get("lost_count", 0))
+        for d in findings
+        if d["kind"] == "committed_data_loss"
+    )
+    if lost:
+        lines.append(f"Cost: {lost} committed offsets lost.")
+    return lines
+
+
+def run_explain(args: argparse.Namespace) -> int:
+    src = _source(args)
+    v = _find(src, args.topic, args.partition)
+    findings = src.findings(args.topic, args.partition)
+    hist = src.history(args.topic, args.partition)
+    if args.plot:
+        from monitor.plot import plot_watermarks
+
+        plot_watermarks(v, hist, findings, Path(args.plot))
+    if args.json:
+        return _emit_json(
+            {"partition": v.to_dict(), "findings": findings, "history": [asdict(s) for s in hist]}
+        )
+    for line in story(v, findings):
+        print(line)
+    if args.plot:
+        print(f"plot written to {args.plot}")
+    return 0
+
+
+# -- what-if and audit --------------------------------------------------------------------
+
+
+def run_what_if(args: argparse.Namespace) -> int:
+    src = _source(args)
+    stopped = set(args.broker)
+    impacts = what_if(src.partitions(), stopped)
+    if args.json:
+        return _emit_json([asdict(i) for i in impacts])
+    if not impacts:
+        print(f"brokers {sorted(stopped)} hold no replica: nothing changes")
+        return 0
+    counts = {o: sum(1 for i in impacts if i.outcome is o and not i.already) for o in Outcome}
+    print(f"if brokers {sorted(stopped)} stopped now:")
+    for o, n in counts.items():
+        if n:
+            print(f"  {n:6d}  {o.value}")
+    at_stake = sum(i.committed_at_stake for i in impacts)
+    unc = sum(i.uncommitted_at_stake for i in impacts)
+    print(
+        f"  committed offsets only an unclean election could restore (and would lose): {at_stake}"
+    )
+    print(f"  uncommitted offsets on stopped leaders: {unc}")
+    print()
+    print(
+        table(
+            [
+                [
+                    f"{i.topic}/{i.partition}",
+                    i.outcome.value + (" (already)" if i.already else ""),
+                    str(list(i.isr)),
+                    str(list(i.surviving_isr)),
+                    str(i.committed_at_stake),
+                    str(i.uncommitted_at_stake),
+                ]
+                for i in impacts
+            ],
+            [
+                "PARTITION",
+                "OUTCOME",
+                "ISR",
+                "ISR LEFT",
+                "COMMITTED AT STAKE",
+                "UNCOMMITTED AT STAKE",
+            ],
+        )
+    )
+    return 0
+
+
+def run_audit(args: argparse.Namespace) -> int:
+    src = _source(args)
+    configs = {
+        t: c for (_cl, t), c in src.topic_configs().items() if args.topic is None or t == args.topic
+    }
+    if args.topic and not configs:
+        raise SourceError(f"no configuration seen for topic {args.topic}")
+    rows = audit(configs)
+    if args.json:
+        return _emit_json([asdict(r) for r in rows])
+    print(
+        table(
+            [
+                [
+                    r.topic,
+                    str(r.replication_factor),
+                    str(r.min_insync_replicas),
+                    str(r.unclean_leader_election_enable).lower(),
+                    _colour(r.profile, "warning" if r.profile == "misconfigured" else "info"),
+                    ", ".join(r.reasons) or "-",
+                ]
+                for r in rows
+            ],
+            ["TOPIC", "RF", "MIN ISR", "UNCLEAN", "PROFILE", "REASONS"],
+        )
+    )
+    fixes = [(r.topic, f) for r in rows for f in r.fixes]
+    if fixes:
+        print("\nfixes:")
+        for topic, fix in fixes:
+            print(f"  {topic}: {fix}")
+    return 0
