@@ -11,7 +11,7 @@ recorded in ``SynthStats`` so a test can match findings against it.
 >>> stats = SynthStats()
 >>> events = list(generate(partitions=4, rounds=2, stats=stats))
 >>> len(events), stats.events
-(34, 34)
+(45, 45)
 """
 
 from __future__ import annotations

@@ -422,6 +422,14 @@ class Lab:
             )
         finally:
             stdout.close()
+        # Until exec() completes, /proc/<pid>/cmdline is still this Python process's, so
+        # pid() would not find the node marker and report the node as exited. On a loaded
+        # machine that window is long enough for wait_ready() to hit it: wait it out.
+        deadline = time.monotonic() + 10
+        while self._marker(node) not in _proc_cmdline(child.pid):
+            if child.poll() is not None or time.monotonic() > deadline:
+                break
+            time.sleep(0.02)
         self._children[node] = child
         assert self._state is not None
         self._state.nodes[node] = NodeState(node=node, pid=child.pid, started_at=time.time())
