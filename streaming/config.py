@@ -1,0 +1,175 @@
+"""Configuration of the streaming job: one validated model, defaults, ``MONITOR_STREAMING_*`` env.
+
+Precedence (highest first): explicit arguments (the CLI's flags), environment variables
+``MONITOR_STREAMING_<FIELD>`` (``MONITOR_STREAMING_MODEL__STALE_AFTER_MS`` for the model's
+thresholds), then the defaults below. Unknown keys are errors, in arguments and in the
+environment alike: a typo'd setting must not be silently ignored.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from monitor.model import ModelConfig
+
+ENV_PREFIX = "MONITOR_STREAMING_"
+
+# Kafka's legal topic names (the same rule the event contract applies to ``topic``).
+_TOPIC_RE = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
+# A URI scheme (hdfs://, s3a://, file:/...) means "pass through to Hadoop untouched".
+_URI_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
+
+
+_D = ModelConfig()
+
+
+class ModelSettings(BaseModel):
+    """The model's thresholds (``monitor.model.ModelConfig``), all in milliseconds."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    follower_lag_ms: int = Field(_D.follower_lag_ms, ge=1)
+    follower_lag_offsets: int | None = Field(_D.follower_lag_offsets, ge=1)
+    hw_lag_ms: int = Field(_D.hw_lag_ms, ge=1)
+    stale_after_ms: int = Field(_D.stale_after_ms, ge=1)
+    flapping_elections: int = Field(_D.flapping_elections, ge=1)
+    flapping_window_ms: int = Field(_D.flapping_window_ms, ge=1)
+    default_min_insync_replicas: int = Field(_D.default_min_insync_replicas, ge=1)
+    clock_skew_ms: int = Field(_D.clock_skew_ms, ge=0)
+    leo_history: int = Field(_D.leo_history, ge=2)
+    epoch_truncation: bool = _D.epoch_truncation
+    lineage_limit: int = Field(_D.lineage_limit, ge=1)
+
+    def to_model_config(self) -> ModelConfig:
+        return ModelConfig(**self.model_dump())
+
+    @classmethod
+    def from_model_config(cls, config: ModelConfig) -> ModelSettings:
+        return cls(**{name: getattr(config, name) for name in cls.model_fields})
+
+
+class StreamingConfig(BaseSettings):
+    """Everything the job needs; see ``docs/streaming.md`` for what each setting does."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        env_nested_delimiter="__",
+        extra="forbid",
+        frozen=True,
+        case_sensitive=False,
+    )
+
+    # -- Kafka -------------------------------------------------------------------------------
+    bootstrap: str = Field("127.0.0.1:19092", min_length=1, description="Kafka bootstrap servers")
+    events_topic: str = "__replication_monitor_events"
+    findings_topic: str = "__replication_monitor_findings"
+    deadletter_topic: str = "__replication_monitor_deadletter"
+    starting_offsets: Literal["earliest", "latest"] = "earliest"
+    max_offsets_per_trigger: int | None = Field(
+        None, ge=1, description="cap on records read per micro-batch (None: everything available)"
+    )
+    kafka_options: dict[str, str] = Field(
+        default_factory=dict,
+        description="extra options for the Kafka source and sinks (kafka.security.protocol ...)",
+    )
+
+    # -- Spark -------------------------------------------------------------------------------
+    master: str | None = Field(
+        "local[2]", description="Spark master; None keeps what spark-submit configured"
+    )
+    app_name: str = "kafka-replication-monitor"
+    checkpoint: str = Field(
+        ".cache/streaming/checkpoint",
+        description="checkpoint location: a local folder, or any Hadoop URI (hdfs://, s3a://)",
+    )
+    store: str = Field(
+        ".cache/streaming/store", description="Parquet state store (local folder or Hadoop URI)"
+    )
+    shuffle_partitions: int = Field(2, ge=1, le=10_000)
+    spark_conf: dict[str, str] = Field(default_factory=dict, description="extra Spark settings")
+    jars: list[str] | None = Field(
+        None,
+        description="jars for spark.jars; None resolves spark-sql-kafka with monitor.lab.jars, "
+        "[] adds none (use --packages / a cluster that already has them)",
+    )
+
+    # -- the stateful operator ---------------------------------------------------------------
+    buckets: int = Field(16, ge=1, le=65_536, description="state keys: hash buckets of partitions")
+    trigger_seconds: float = Field(
+        5.0, ge=0, description="micro-batch interval (0: as fast as possible)"
+    )
+    tick_ms: int = Field(5_000, ge=100, description="processing-time interval of the model's tick")
+    catchup_slack_ms: int = Field(
+        10_000,
+        ge=0,
+        description="while a bucket receives events, its tick clock is at most this far past "
+        "the newest observed_at it applied (a backlog replay does not look like silence)",
+    )
+    once: bool = Field(False, description="process what is available, then stop (availableNow)")
+    model: ModelSettings = Field(default_factory=ModelSettings)
+
+    @field_validator("events_topic", "findings_topic", "deadletter_topic")
+    @classmethod
+    def _topic_name(cls, value: str) -> str:
+        if not _TOPIC_RE.match(value) or value in (".", ".."):
+            raise ValueError(f"not a legal Kafka topic name: {value!r}")
+        return value
+
+    @field_validator("checkpoint", "store")
+    @classmethod
+    def _location(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty")
+        return value
+
+    @model_validator(mode="after")
+    def _distinct_topics(self) -> StreamingConfig:
+        topics = [self.events_topic, self.findings_topic, self.deadletter_topic]
+        if len(set(topics)) != 3:
+            raise ValueError(f"events, findings and dead-letter topics must differ: {topics}")
+        return self
+
+    def resolve_location(self, location: str) -> str:
+        """A URI passes through; a plain path becomes absolute (executors share no cwd)."""
+        if _URI_RE.match(location) and not re.match(r"^[a-zA-Z]:\\", location):
+            return location
+        return str(Path(location).expanduser().resolve())
+
+    @property
+    def checkpoint_location(self) -> str:
+        return self.resolve_location(self.checkpoint)
+
+    @property
+    def store_location(self) -> str:
+        return self.resolve_location(self.store)
+
+
+def unknown_env_keys(environ: dict[str, str] | None = None) -> list[str]:
+    """``MONITOR_STREAMING_*`` variables that name no setting (pydantic-settings ignores them)."""
+    env = os.environ if environ is None else environ
+    fields = {name.upper() for name in StreamingConfig.model_fields}
+    nested = {name.upper() for name in ModelSettings.model_fields}
+    bad = []
+    for key in env:
+        if not key.upper().startswith(ENV_PREFIX):
+            continue
+        rest = key.upper()[len(ENV_PREFIX) :]
+        head, _, tail = rest.partition("__")
+        if head not in fields or (tail and (head != "MODEL" or tail not in nested)):
+            bad.append(key)
+    return sorted(bad)
+
+
+def load_config(**overrides: Any) -> StreamingConfig:
+    """Defaults < environment < ``overrides`` (None values in overrides are ignored)."""
+    bad = unknown_env_keys()
+    if bad:
+        raise ValueError(f"unknown streaming settings in the environment: {', '.join(bad)}")
+    given = {k: v for k, v in overrides.items() if v is not None}
+    return StreamingConfig(**given)

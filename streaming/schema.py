@@ -1,0 +1,704 @@
+"""The event contract as Spark sees it, derived from :mod:`monitor.events` (one source of truth).
+
+Nothing here repeats a field name, a type, a range or a pattern of the contract: everything is
+read from the pydantic models at import time (``model_fields``: annotations, ``Ge``/``Le``,
+``MinLen``/``MaxLen``, ``pattern``, defaults, the ``kind`` discriminator) and turned into
+
+* :data:`EVENT_STRUCT` — the typed row every accepted event becomes (the union of the fields
+  of every kind; a field absent from a kind is null, a defaulted field gets its default);
+* :func:`validate` — a pure Spark SQL projection that parses the raw Kafka value with
+  ``try_parse_json`` (Spark's VARIANT type keeps JSON's own types, so ``"5"`` stays a string
+  and ``true`` a boolean, which a typed ``from_json`` would silently coerce or null out) and
+  computes a ``reason`` in the wording of :class:`monitor.events.EventError` (``field:
+  message``, several joined by ``; ``) — or null when the event is valid.
+
+The JVM does all of it; Python never sees an invalid record except to forward it.
+
+Where Spark's JSON reader and pydantic's (jiter) differ, this module makes Spark agree with
+pydantic, because pydantic is the contract:
+
+* jiter accepts ``NaN``/``Infinity``/``-Infinity`` (as floats), Jackson does not: such tokens
+  outside strings are rewritten to ``{}`` before parsing (an object is invalid in every known
+  field and ignored in unknown ones, which is exactly pydantic's verdict for a float);
+* jiter keeps the last of duplicate keys: ``spark.sql.variant.allowDuplicateKeys`` must be true
+  (:data:`REQUIRED_SPARK_CONF`, set by the job's session builder);
+* jiter refuses documents nested more than :data:`JSON_MAX_DEPTH` levels (with a value inside);
+  Jackson allows 1000: a cheap bracket count picks the (rare) candidates, which then get an
+  exact depth computation;
+* Python's regex ``$`` and Java's differ on a trailing newline: the pattern's final ``$`` is
+  translated to ``\\z``.
+"""
+
+from __future__ import annotations
+
+import re
+import types
+import typing
+from dataclasses import dataclass
+from typing import Any, Literal, Union
+
+import annotated_types
+from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic.fields import FieldInfo
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    ArrayType,
+    BooleanType,
+    DataType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
+
+from monitor import events as contract
+
+#: Spark settings the derived validation relies on (see the module docstring).
+REQUIRED_SPARK_CONF: dict[str, str] = {"spark.sql.variant.allowDuplicateKeys": "true"}
+
+#: jiter's recursion limit: a value nested inside more than this many containers is rejected.
+JSON_MAX_DEPTH = 200
+
+#: How many field errors a reason lists before "... and N more" (as ``monitor.events``).
+MAX_REASONS = 5
+
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+
+ScalarKind = Literal["int", "str", "bool", "literal"]
+
+
+@dataclass(frozen=True)
+class Scalar:
+    """Type and constraints of one scalar (a field, or the items of a list field)."""
+
+    kind: ScalarKind
+    ge: int | None = None
+    le: int | None = None
+    min_length: int | None = None
+    max_length: int | None = None
+    pattern: str | None = None
+    literals: tuple[Any, ...] = ()
+
+
+@dataclass(frozen=True)
+class FieldRule:
+    """One field of one event kind, as pydantic declares it."""
+
+    name: str
+    scalar: Scalar
+    is_list: bool
+    list_max_length: int | None
+    required: bool  # no default: absent -> "field required"
+    nullable: bool  # JSON null accepted
+    default: Any  # value when absent (None when nullable/optional)
+
+    @property
+    def spark_type(self) -> DataType:
+        base = _spark_scalar_type(self.scalar)
+        return ArrayType(base, containsNull=True) if self.is_list else base
+
+
+def _spark_scalar_type(s: Scalar) -> DataType:
+    if s.kind == "str":
+        return StringType()
+    if s.kind == "bool":
+        return BooleanType()
+    if s.kind == "literal":
+        first = s.literals[0]
+        return StringType() if isinstance(first, str) else LongType()
+    lo = s.ge if s.ge is not None else -(2**63)
+    hi = s.le if s.le is not None else 2**63 - 1
+    return IntegerType() if lo >= INT32_MIN and hi <= INT32_MAX else LongType()
+
+
+def _constraints(metadata: list[Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for m in metadata:
+        if isinstance(m, annotated_types.Ge):
+            out["ge"] = int(m.ge)  # type: ignore[call-overload]
+        elif isinstance(m, annotated_types.Le):
+            out["le"] = int(m.le)  # type: ignore[call-overload]
+        elif isinstance(m, annotated_types.MinLen):
+            out["min_length"] = m.min_length
+        elif isinstance(m, annotated_types.MaxLen):
+            out["max_length"] = m.max_length
+        elif isinstance(m, FieldInfo):
+            out.update(_constraints(m.metadata))
+        elif getattr(m, "pattern", None) is not None:
+            out["pattern"] = m.pattern
+        elif type(m).__name__ not in ("Strict",):
+            raise TypeError(f"schema derivation: unsupported constraint {m!r}")
+    return out
+
+
+def _scalar(annotation: Any, metadata: list[Any]) -> Scalar:
+    """A scalar type (possibly ``Annotated``) with its constraints."""
+    meta = list(metadata)
+    while typing.get_origin(annotation) is typing.Annotated:
+        args = typing.get_args(annotation)
+        annotation, meta = args[0], [*meta, *args[1:]]
+    if typing.get_origin(annotation) is Literal:
+        return Scalar("literal", literals=typing.get_args(annotation))
+    kinds: dict[Any, ScalarKind] = {int: "int", str: "str", bool: "bool"}
+    if annotation not in kinds:
+        raise TypeError(f"schema derivation: unsupported type {annotation!r}")
+    return Scalar(kinds[annotation], **_constraints(meta))
+
+
+def _field_rule(name: str, info: FieldInfo) -> FieldRule:
+    annotation: Any = info.annotation
+    nullable = False
+    origin = typing.get_origin(annotation)
+    if origin in (Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if len(args) != 1:
+            raise TypeError(f"schema derivation: {name}: unions other than X | None unsupported")
+        nullable, annotation = True, args[0]
+    required = info.is_required()
+    if info.default_factory is not None:
+        default: Any = info.default_factory()  # type: ignore[call-arg]
+    else:
+        default = None if required else info.default
+    if typing.get_origin(annotation) is list:
+        (item,) = typing.get_args(annotation)
+        list_meta = _constraints(info.metadata)
+        return FieldRule(
+            name,
+            _scalar(item, []),
+            True,
+            list_meta.get("max_length"),
+            required,
+            nullable,
+            default,
+        )
+    return FieldRule(name, _scalar(annotation, info.metadata), False, None, required, nullable, default)
+
+
+def _event_models() -> dict[str, type[BaseModel]]:
+    """``kind`` value -> pydantic model, read from the discriminated union of the contract."""
+    union = typing.get_args(contract.Event)[0]
+    out: dict[str, type[BaseModel]] = {}
+    for model in typing.get_args(union):
+        (kind,) = typing.get_args(model.model_fields["kind"].annotation)
+        out[kind] = model
+    return out
+
+
+MODELS: dict[str, type[BaseModel]] = _event_models()
+KINDS: tuple[str, ...] = tuple(MODELS)
+RULES: dict[str, list[FieldRule]] = {
+    kind: [_field_rule(n, f) for n, f in model.model_fields.items() if n != "kind"]
+    for kind, model in MODELS.items()
+}
+
+
+def _union_fields() -> dict[str, FieldRule]:
+    merged: dict[str, FieldRule] = {}
+    for rules in RULES.values():
+        for r in rules:
+            if r.scalar.kind == "literal":
+                continue  # schema_version: always the one supported value once accepted
+            seen = merged.get(r.name)
+            if seen is not None and seen.spark_type != r.spark_type:
+                raise TypeError(f"schema derivation: {r.name} has different types across kinds")
+            merged.setdefault(r.name, r)
+    return merged
+
+
+UNION_FIELDS: dict[str, FieldRule] = _union_fields()
+
+#: The typed row of an accepted event: ``kind``, then every field of every kind.
+EVENT_STRUCT = StructType(
+    [StructField("kind", StringType(), False)]
+    + [StructField(n, r.spark_type, True) for n, r in UNION_FIELDS.items()]
+)
+
+
+# --- pydantic's own verdict on literal values (its strict mode still equates 1, 1.0, true) --
+
+
+def _literal_accepts(s: Scalar) -> dict[str, bool]:
+    """Which JSON spellings pydantic accepts for a literal: asked, not assumed."""
+    literal: Any = Literal[s.literals]  # type: ignore[valid-type]
+    adapter: TypeAdapter[Any] = TypeAdapter(literal, config={"strict": True})
+
+    def ok(text: str) -> bool:
+        try:
+            adapter.validate_json(text)
+            return True
+        except ValidationError:
+            return False
+
+    ints = [x for x in s.literals if isinstance(x, int) and not isinstance(x, bool)]
+    probe = ints[0] if ints else None
+    return {
+        "true": ok("true"),
+        "false": ok("false"),
+        "float": probe is not None and ok(f"{probe}.0"),
+        "exp": probe is not None and ok(f"{probe}e0"),
+    }
+
+
+# --- SQL generation ----------------------------------------------------------------------------
+
+
+def _sql_str(text: str) -> str:
+    """A Spark SQL string literal (raw, so backslashes reach Java's regex untouched)."""
+    if "'" in text:
+        return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    return "r'" + text + "'"
+
+
+def java_pattern(pattern: str) -> str:
+    """Python/Rust regex -> Java: a final ``$`` means end of text (not before a newline)."""
+    if pattern.endswith("$") and not pattern.endswith("\\$"):
+        return pattern[:-1] + "\\z"
+    return pattern
+
+
+def _len_msg(kind: str, bound: int, what: str) -> str:
+    unit = "character" if bound == 1 else "characters"
+    return f"String should have {kind} {bound} {unit}" if what == "str" else ""
+
+
+def _scalar_error(s: Scalar, x: str, t: str) -> str:
+    """SQL: the error message for scalar variant ``x`` whose schema_of_variant is ``t``."""
+    if s.kind == "int":
+        parts = [f"WHEN {t} <> 'BIGINT' THEN 'Input should be a valid integer'"]
+        v = f"variant_get({x}, '$', 'bigint')"
+        if s.ge is not None:
+            parts.append(f"WHEN {v} < {s.ge} THEN 'Input should be greater than or equal to {s.ge}'")
+        if s.le is not None and s.le < 2**63 - 1:
+            parts.append(f"WHEN {v} > {s.le} THEN 'Input should be less than or equal to {s.le}'")
+        return "CASE " + " ".join(parts) + " END"
+    if s.kind == "bool":
+        return f"CASE WHEN {t} <> 'BOOLEAN' THEN 'Input should be a valid boolean' END"
+    if s.kind == "str":
+        v = f"variant_get({x}, '$', 'string')"
+        parts = [f"WHEN {t} <> 'STRING' THEN 'Input should be a valid string'"]
+        if s.min_length is not None:
+            parts.append(
+                f"WHEN char_length({v}) < {s.min_length} THEN "
+                f"'{_len_msg('at least', s.min_length, 'str')}'"
+            )
+        if s.max_length is not None:
+            parts.append(
+                f"WHEN char_length({v}) > {s.max_length} THEN "
+                f"'{_len_msg('at most', s.max_length, 'str')}'"
+            )
+        if s.pattern is not None:
+            msg = f"String should match pattern '{s.pattern}'"
+            parts.append(f"WHEN NOT ({v} RLIKE {_sql_str(java_pattern(s.pattern))}) THEN {_sql_str(msg)}")
+        return "CASE " + " ".join(parts) + " END"
+    # literal
+    acc = _literal_accepts(s)
+    strs = [x for x in s.literals if isinstance(x, str)]
+    ints = [x for x in s.literals if isinstance(x, int) and not isinstance(x, bool)]
+    ok: list[str] = []
+    if strs:
+        ok.append(f"({t} = 'STRING' AND variant_get({x}, '$', 'string') IN ({', '.join(_sql_str(v) for v in strs)}))")
+    if ints:
+        in_list = ", ".join(str(v) for v in ints)
+        ok.append(f"({t} = 'BIGINT' AND variant_get({x}, '$', 'bigint') IN ({in_list}))")
+        if acc["float"]:
+            ok.append(
+                f"({t} LIKE 'DECIMAL%' AND variant_get({x}, '$', 'decimal(38,18)') IN ({in_list}))"
+            )
+        if acc["exp"]:
+            ok.append(f"({t} = 'DOUBLE' AND variant_get({x}, '$', 'double') IN ({in_list}))")
+        if acc["true"] and 1 in ints:
+            ok.append(f"({t} = 'BOOLEAN' AND variant_get({x}, '$', 'boolean'))")
+        if acc["false"] and 0 in ints:
+            ok.append(f"({t} = 'BOOLEAN' AND NOT variant_get({x}, '$', 'boolean'))")
+    return f"CASE WHEN NOT ({' OR '.join(ok) or 'false'}) THEN '__literal__' END"
+
+
+def _repr_sql(x: str, t: str) -> str:
+    """SQL rendering of a JSON value the way Python's ``repr`` shows it in reasons."""
+    return (
+        f"CASE WHEN {t} = 'STRING' THEN concat('''', variant_get({x}, '$', 'string'), '''') "
+        f"WHEN {t} = 'BOOLEAN' THEN CASE WHEN variant_get({x}, '$', 'boolean') THEN 'True' "
+        f"ELSE 'False' END WHEN {t} = 'VOID' THEN 'None' ELSE to_json({x}) END"
+    )
+
+
+def _list_ok_sql(s: Scalar, x: str, t: str) -> str:
+    """SQL: a list whose items are all valid, decided without lambda functions."""
+    if s.kind != "int":
+        raise TypeError("schema derivation: only lists of integers are supported")
+    arr = f"variant_get({x}, '$', 'array<bigint>')"
+    conds = [
+        f"({t} = 'ARRAY<VOID>' AND size({arr}) = 0)",
+    ]
+    full = [f"{t} = 'ARRAY<BIGINT>'", f"element_at(sort_array({arr}), 1) IS NOT NULL"]
+    if s.ge is not None:
+        full.append(f"array_min({arr}) >= {s.ge}")
+    if s.le is not None:
+        full.append(f"array_max({arr}) <= {s.le}")
+    conds.append("(" + " AND ".join(full) + ")")
+    return "(" + " OR ".join(conds) + ")"
+
+
+def _value_error_sql(r: FieldRule, x: str, t: str) -> str:
+    """SQL: ``name: message`` when the present value ``x`` (type ``t``) breaks the rule, else NULL.
+
+    Whether the field is *required* is decided per kind by :func:`_kind_reason_sql`; the type
+    and constraints of a field name are the same in every kind (checked at import).
+    """
+    null_type = {"int": "integer", "str": "string", "bool": "boolean"}
+    name = r.name
+    cases = []
+    if r.nullable:
+        cases.append(f"WHEN {t} = 'VOID' THEN NULL")
+    if r.is_list:
+        arr = f"variant_get({x}, '$', 'array<variant>')"
+        cases.append(f"WHEN {t} NOT LIKE 'ARRAY<%' THEN '{name}: Input should be a valid array'")
+        if r.list_max_length is not None:
+            cases.append(
+                f"WHEN size({arr}) > {r.list_max_length} THEN concat('{name}: List should have at "
+                f"most {r.list_max_length} items after validation, not ', size({arr}))"
+            )
+        # Fast acceptance (no lambda functions: those are interpreted, not code-generated).
+        ok = _list_ok_sql(r.scalar, x, t)
+        item_err = _scalar_error(r.scalar, "y", "schema_of_variant(y)")
+        errs = f"transform({arr}, y -> {item_err})"
+        first_bad = f"array_position(transform({errs}, e -> e IS NOT NULL), true)"
+        cases.append(f"WHEN {ok} THEN NULL")
+        cases.append(
+            f"WHEN {first_bad} > 0 THEN concat('{name}.', {first_bad} - 1, ': ', "
+            f"element_at({errs}, cast({first_bad} AS INT)))"
+        )
+        return "CASE " + " ".join(cases) + " END"
+    err = _scalar_error(r.scalar, x, t)
+    if r.scalar.kind == "literal":
+        lit = ", ".join(repr(v) for v in r.scalar.literals)
+        if name == "schema_version":
+            bad = (
+                f"concat('{name}: unsupported schema_version ', {_repr_sql(x, t)}, "
+                f"' (this reader knows {lit})')"
+            )
+        else:
+            bad = f"'{name}: Input should be {lit}'"
+        cases.append(f"WHEN ({err}) IS NOT NULL THEN {bad}")
+    else:
+        if not r.nullable:
+            cases.append(
+                f"WHEN {t} = 'VOID' THEN '{name}: Input should be a valid "
+                f"{null_type[r.scalar.kind]}'"
+            )
+        cases.append(f"WHEN ({err}) IS NOT NULL THEN concat('{name}: ', {err})")
+    return "CASE " + " ".join(cases) + " END"
+
+
+def _kind_reason_sql(kind: str) -> str:
+    """SQL: the field errors of an event of ``kind`` joined by ``; `` (NULL when valid).
+
+    ``concat_ws`` skips nulls and is code-generated; only when more than MAX_REASONS fields
+    are wrong (rare) does the slower array path run to cut the list like pydantic's reason.
+    """
+    parts = []
+    for r in RULES[kind]:
+        missing = f"'{r.name}: field required'" if r.required else "NULL"
+        parts.append(f"CASE WHEN `s`.`{r.name}` IS NULL THEN {missing} ELSE `e_{r.name}` END")
+    joined = f"nullif(concat_ws('; ', {', '.join(parts)}), '')"
+    if len(parts) <= MAX_REASONS:
+        return joined
+    count = " + ".join(f"CASE WHEN ({p}) IS NULL THEN 0 ELSE 1 END" for p in parts)
+    errs = f"filter(array({', '.join(parts)}), e -> e IS NOT NULL)"
+    cut = (
+        f"concat(array_join(slice({errs}, 1, {MAX_REASONS}), '; '), "
+        f"'; ... and ', size({errs}) - {MAX_REASONS}, ' more')"
+    )
+    return f"CASE WHEN ({count}) > {MAX_REASONS} THEN {cut} ELSE {joined} END"
+
+
+# JSON tokens jiter accepts and Jackson refuses, when outside a string: replaced by {}.
+_NONFINITE = (
+    r'(?<=[\[:,\s])(-?Infinity|NaN)(?=[\s,\]}])'
+    r'(?=(?:[^"\\]|\\.)*+(?:"(?:[^"\\]|\\.)*+"(?:[^"\\]|\\.)*+)*+$)'
+)
+_STRING_LITERAL = r'"(?:[^"\\]|\\.)*+"'
+_SURROGATE_ESCAPE = r"\\u[dD][89a-fA-F]"
+
+
+def _text_sql(raw: str) -> str:
+    """SQL: the record as text, non-finite tokens rewritten (only when present at all)."""
+    s = f"cast({raw} AS STRING)"
+    return (
+        f"CASE WHEN instr({s}, 'NaN') > 0 OR instr({s}, 'Infinity') > 0 "
+        f"THEN regexp_replace({s}, {_sql_str(_NONFINITE)}, '{{}}') ELSE {s} END"
+    )
+
+
+def _strip_strings_sql(text: str) -> str:
+    """SQL: the text with every string literal replaced by ``0`` and whitespace removed."""
+    return (
+        f"regexp_replace(regexp_replace({text}, {_sql_str(_STRING_LITERAL)}, '0'), "
+        f"'\\\\s', '')"
+    )
+
+
+def _too_deep_sql(text: str) -> str:
+    """SQL: true when jiter's recursion limit would reject the document.
+
+    Only records with more than JSON_MAX_DEPTH brackets can be too deep; for those the exact
+    depth is computed: strings dropped, empty containers (a value at their parent's depth)
+    replaced by a scalar, then the running depth of the brackets left.
+    """
+    brackets = f"(length({text}) - length(translate({text}, '[{{', '')))"
+    only = (
+        f"regexp_replace(regexp_replace({_strip_strings_sql(text)}, "
+        f"'\\\\[\\\\]|\\\\{{\\\\}}', '0'), '[^\\\\[\\\\]{{}}]', '')"
+    )
+    depth = (
+        f"aggregate(split({only}, ''), named_struct('d', 0, 'm', 0), "
+        f"(acc, c) -> named_struct('d', acc.d + CASE WHEN c IN ('[', '{{') THEN 1 "
+        f"WHEN c IN (']', '}}') THEN -1 ELSE 0 END, 'm', greatest(acc.m, acc.d + "
+        f"CASE WHEN c IN ('[', '{{') THEN 1 ELSE 0 END))).m"
+    )
+    return f"({brackets} > {JSON_MAX_DEPTH} AND {depth} > {JSON_MAX_DEPTH})"
+
+
+def _trailing_sql(text: str) -> str:
+    """SQL: true when something follows the top-level value (Jackson stops reading there).
+
+    Only records not ending in ``}`` or with a ``}`` followed by something that cannot follow
+    a closing brace in JSON are candidates; for those the structure is scanned exactly.
+    """
+    candidate = (
+        f"(NOT regexp_replace({text}, '\\\\s+$', '') LIKE '%}}' "
+        f"OR {text} RLIKE '\\\\}}\\\\s*[^\\\\s,\\\\]}}]')"
+    )
+    scan = (
+        f"aggregate(split({_strip_strings_sql(text)}, ''), named_struct('d', 0, 'x', false, "
+        f"'c', false), (acc, ch) -> named_struct('d', acc.d + CASE WHEN ch IN ('[', '{{') "
+        f"THEN 1 WHEN ch IN (']', '}}') THEN -1 ELSE 0 END, 'x', acc.x OR acc.c, 'c', acc.c OR "
+        f"(acc.d = 1 AND ch IN (']', '}}')))).x"
+    )
+    return f"({candidate} AND {scan})"
+
+
+#: Every field name of every kind, ``kind`` first, in first-seen order.
+ALL_FIELDS: tuple[str, ...] = (
+    "kind",
+    *dict.fromkeys(r.name for rs in RULES.values() for r in rs),
+)
+
+
+def _rule_for(name: str) -> FieldRule:
+    """The one rule of a field name; the same in every kind that has it (else: an error)."""
+    found = {
+        (r.scalar, r.is_list, r.list_max_length, r.nullable)
+        for rs in RULES.values()
+        for r in rs
+        if r.name == name
+    }
+    if len(found) != 1:
+        raise TypeError(f"schema derivation: {name} has different rules across kinds")
+    return next(r for rs in RULES.values() for r in rs if r.name == name)
+
+
+#: The raw shape read by ``from_json``: every known field as a VARIANT (JSON's own types kept).
+RAW_STRUCT = "struct<" + ", ".join(f"`{n}`: variant" for n in ALL_FIELDS) + ", `_corrupt`: string>"
+
+# Spark's JSON reader is lenient by default (single quotes ...): strict JSON, as jiter.
+_FROM_JSON_OPTIONS = (
+    "map('mode', 'PERMISSIVE', 'columnNameOfCorruptRecord', '_corrupt', "
+    "'allowNonNumericNumbers', 'false', 'allowSingleQuotes', 'false', "
+    "'allowUnquotedFieldNames', 'false', 'allowComments', 'false', "
+    "'allowNumericLeadingZeros', 'false', 'allowBackslashEscapingAnyCharacter', 'false', "
+    "'allowUnquotedControlChars', 'false')"
+)
+
+
+def precheck_sql(raw: str = "value") -> str:
+    """SQL: why the record is not even a candidate event (encoding, JSON, kind), or NULL.
+
+    Needs column ``s`` (the ``from_json`` struct of :data:`RAW_STRUCT`).
+    """
+    text = f"cast({raw} AS STRING)"
+    kind_x = "`s`.`kind`"
+    kind_t = f"schema_of_variant({kind_x})"
+    kind_s = f"variant_get({kind_x}, '$', 'string')"
+    known = ", ".join(_sql_str(k) for k in KINDS)
+    return (
+        "CASE "
+        f"WHEN {raw} IS NULL THEN 'empty record' "
+        f"WHEN NOT is_valid_utf8({text}) THEN 'not UTF-8: invalid byte sequence' "
+        f"WHEN {text} RLIKE '^\\\\s*$' THEN 'empty record' "
+        "WHEN `s` IS NULL OR `s`.`_corrupt` IS NOT NULL THEN "
+        f"CASE WHEN try_parse_json({_text_sql(raw)}) IS NOT NULL "
+        "THEN 'event: Input should be an object' ELSE 'invalid JSON' END "
+        f"WHEN NOT ltrim({text}) LIKE '{{%' THEN 'event: Input should be an object' "
+        # Jackson skips an unknown field holding a lone surrogate escape; jiter refuses it.
+        f"WHEN instr({text}, '\\\\u') > 0 AND {text} RLIKE {_sql_str(_SURROGATE_ESCAPE)} "
+        f"AND try_parse_json({_text_sql(raw)}) IS NULL THEN 'invalid JSON: lone surrogate' "
+        f"WHEN {_too_deep_sql(text)} THEN 'invalid JSON: recursion limit exceeded' "
+        f"WHEN {_trailing_sql(text)} THEN 'invalid JSON: trailing characters' "
+        f"WHEN {kind_x} IS NULL THEN 'kind: field required' "
+        f"WHEN NOT ({kind_t} = 'STRING' AND {kind_s} IN ({known})) "
+        f"THEN concat('kind: unknown kind ', {_repr_sql(kind_x, kind_t)}) END"
+    )
+
+
+def field_errors_sql() -> str:
+    """SQL: the field errors of a candidate event, by its kind (NULL when valid)."""
+    kind_s = "variant_get(`s`.`kind`, '$', 'string')"
+    per_kind = " ".join(f"WHEN {kind_s} = {_sql_str(k)} THEN {_kind_reason_sql(k)}" for k in KINDS)
+    return f"CASE {per_kind} END"
+
+
+def _typed_sql(r: FieldRule) -> str:
+    """SQL: the field as its Spark type (lenient cast: only trusted once the row is valid)."""
+    return f"try_variant_get(`s`.`{r.name}`, '$', '{r.spark_type.simpleString()}')"
+
+
+def _fast_ok_sql(r: FieldRule) -> str:
+    """SQL: the present value of the field is valid (``t_``/``v_`` columns), cheaply.
+
+    This is the hot path: exact type name (``schema_of_variant``) plus the constraints on the
+    typed value, no lambda functions and no string building. Anything it refuses is explained
+    by the slow path (:func:`_value_error_sql`), which runs only for refused rows.
+    """
+    t, v = f"`t_{r.name}`", f"`v_{r.name}`"
+    s = r.scalar
+    alts: list[str] = []
+    if r.nullable:
+        alts.append(f"{t} = 'VOID'")
+    if r.is_list:
+        conds = [f"{t} = 'ARRAY<BIGINT>'", f"element_at(sort_array({v}), 1) IS NOT NULL"]
+        if r.list_max_length is not None:
+            conds.append(f"size({v}) <= {r.list_max_length}")
+        if s.ge is not None:
+            conds.append(f"array_min({v}) >= {s.ge}")
+        if s.le is not None:
+            conds.append(f"array_max({v}) <= {s.le}")
+        alts.append("(" + " AND ".join(conds) + ")")
+        alts.append(f"{t} = 'ARRAY<VOID>' AND size({v}) = 0")
+    elif s.kind == "int":
+        conds = [f"{t} = 'BIGINT'"]
+        if s.ge is not None:
+            conds.append(f"{v} >= {s.ge}")
+        if s.le is not None and s.le < 2**63 - 1:
+            conds.append(f"{v} <= {s.le}")
+        alts.append("(" + " AND ".join(conds) + ")")
+    elif s.kind == "bool":
+        alts.append(f"{t} = 'BOOLEAN'")
+    elif s.kind == "str":
+        conds = [f"{t} = 'STRING'"]
+        if s.min_length is not None:
+            conds.append(f"char_length({v}) >= {s.min_length}")
+        if s.max_length is not None:
+            conds.append(f"char_length({v}) <= {s.max_length}")
+        if s.pattern is not None:
+            conds.append(f"{v} RLIKE {_sql_str(java_pattern(s.pattern))}")
+        alts.append("(" + " AND ".join(conds) + ")")
+    else:  # literal: the common spelling only; the slow path knows pydantic's other ones
+        ints = [x for x in s.literals if isinstance(x, int) and not isinstance(x, bool)]
+        strs = [x for x in s.literals if isinstance(x, str)]
+        if ints:
+            alts.append(f"({t} = 'BIGINT' AND {v} IN ({', '.join(map(str, ints))}))")
+        if strs:
+            alts.append(f"({t} = 'STRING' AND {v} IN ({', '.join(map(_sql_str, strs))}))")
+    return "(" + " OR ".join(alts or ["false"]) + ")"
+
+
+def _fast_kind_ok_sql(kind: str) -> str:
+    conds = []
+    for r in RULES[kind]:
+        present = f"`s`.`{r.name}` IS NOT NULL"
+        ok = _fast_ok_sql(r)
+        conds.append(f"({present} AND {ok})" if r.required else f"(NOT {present} OR {ok})")
+    return " AND ".join(conds)
+
+
+def _fast_precheck_sql(raw: str) -> str:
+    """SQL: the record certainly passes :func:`precheck_sql`'s checks (cheap tests only)."""
+    text = f"cast({raw} AS STRING)"
+    known = ", ".join(_sql_str(k) for k in KINDS)
+    return (
+        f"({raw} IS NOT NULL AND is_valid_utf8({text}) AND `s` IS NOT NULL "
+        f"AND `s`.`_corrupt` IS NULL AND startswith({text}, '{{') AND endswith({text}, '}}') "
+        # exactly one '}' (the contract has no object fields): no trailing value possible
+        f"AND length({text}) - length(replace({text}, '}}', '')) = 1 "
+        # fewer than JSON_MAX_DEPTH+1 opening brackets fit: never too deep
+        f"AND length({text}) <= {2 * JSON_MAX_DEPTH + 1} "
+        f"AND instr({text}, '\\\\u') = 0 "
+        f"AND `t_kind` = 'STRING' AND `v_kind` IN ({known}))"
+    )
+
+
+def fast_ok_sql(raw: str = "value") -> str:
+    per_kind = " ".join(
+        f"WHEN `v_kind` = {_sql_str(k)} THEN {_fast_kind_ok_sql(k)}" for k in KINDS
+    )
+    return f"({_fast_precheck_sql(raw)} AND CASE {per_kind} ELSE false END)"
+
+
+def typed_columns() -> list[Column]:
+    """The :data:`EVENT_STRUCT` columns of a validated record (defaults filled in)."""
+    cols = [F.col("v_kind").alias("kind")]
+    for name, r in UNION_FIELDS.items():
+        col = F.col(f"v_{name}")
+        if r.default is not None:
+            if r.is_list and r.default == []:
+                col = F.coalesce(col, F.expr(f"cast(array() AS {r.spark_type.simpleString()})"))
+            else:
+                col = F.coalesce(col, F.lit(r.default))
+        cols.append(col.cast(r.spark_type).alias(name))
+    return cols
+
+
+def parsed_struct(raw: str = "value") -> Column:
+    """``from_json`` of the record into :data:`RAW_STRUCT` (one Jackson pass, unknown keys skipped)."""
+    return F.expr(f"from_json({_text_sql(raw)}, '{RAW_STRUCT}', {_FROM_JSON_OPTIONS})")
+
+
+def validate(df: Any, raw: str = "value") -> Any:
+    """Add ``reason`` (null when valid) and the typed event columns to a DataFrame of records.
+
+    Rows keep every input column. Valid rows have every :data:`EVENT_STRUCT` column filled;
+    invalid rows have ``reason`` set and undefined event columns.
+
+    Two paths: a cheap conjunction accepts the (overwhelmingly common) valid record; only a
+    record it refuses gets the full, pydantic-worded diagnosis — which may still find it valid
+    (pydantic's rarer spellings, such as ``"schema_version": 1.0``).
+    """
+    fields = [n for n in ALL_FIELDS if n != "kind"]
+    parsed = df.select("*", parsed_struct(raw).alias("s"))
+    typed = parsed.select(
+        "*",
+        F.expr("schema_of_variant(`s`.`kind`)").alias("t_kind"),
+        F.expr("try_variant_get(`s`.`kind`, '$', 'string')").alias("v_kind"),
+        *[F.expr(f"schema_of_variant(`s`.`{n}`)").alias(f"t_{n}") for n in fields],
+        *[F.expr(_typed_sql(UNION_FIELDS[n])).alias(f"v_{n}") for n in UNION_FIELDS],
+        F.expr("try_variant_get(`s`.`schema_version`, '$', 'bigint')").alias("v_schema_version"),
+    )
+    fast = typed.select("*", F.expr(fast_ok_sql(raw)).alias("_ok"))
+    errs_sql = {
+        n: _value_error_sql(_rule_for(n), f"`s`.`{n}`", f"`t_{n}`") for n in fields
+    }
+    reason_sql = f"coalesce({precheck_sql(raw)}, {field_errors_sql()})"
+    for n, sql in errs_sql.items():
+        reason_sql = reason_sql.replace(f"`e_{n}`", f"({sql})")
+    reason = F.expr(f"CASE WHEN _ok THEN NULL ELSE {reason_sql} END")
+    return fast.select(*[F.col(c) for c in df.columns], reason.alias("reason"), *typed_columns())
+
+
+def python_reason(raw: bytes | str) -> str | None:
+    """pydantic's verdict, for tests and tooling: None when valid, else the reason."""
+    try:
+        contract.parse_event(raw)
+    except contract.EventError as e:
+        return str(e)
+    return None
+
+
+_FIELD_RE = re.compile(r"(?:^|; )([A-Za-z_][\w]*)(?:\.\d+)?:")
+
+
+def reason_fields(reason: str) -> list[str]:
+    """The field names a reason mentions, in order (``'a: x; b.1: y'`` -> ``['a', 'b']``)."""
+    return _FIELD_RE.findall(reason)
