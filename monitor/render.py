@@ -46,6 +46,11 @@ SUMMARIES: dict[str, _Summary] = {
     "committed_data_loss": lambda d: (
         f"lost {d['lost_count']} committed offsets [{d['lost_from']}, {d['lost_to']}): new leader "
         f"{d['new_leader']} holds up to {d['new_leader_leo']}, HW was {d['committed_hw_before']}"
+        + (
+            f" (old leader held {d['old_leader_offsets_lost']} more at its last sample)"
+            if d.get("old_leader_offsets_lost", 0) > d["lost_count"]
+            else ""
+        )
     ),
     "hw_regression": lambda d: f"HW went back from {d['hw_before']} to {d['hw']}",
     "truncation_below_hw": lambda d: (

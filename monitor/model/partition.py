@@ -207,7 +207,9 @@ def _on_election(
 ) -> None:
     t, leader = ev.observed_at, ev.leader
     assert leader is not None
-    unclean = rules.is_unclean_election(leader, prev_isr, prev_elr)
+    unclean = rules.is_unclean_election(leader, prev_isr, prev_elr, ev.isr)
+    prev_rs = s.replica_states.get(prev_leader) if prev_leader is not None else None
+    prev_leader_leo = prev_rs.leo if prev_rs is not None else -1
     leader_rs = s.replica_states.get(leader)
     new_leo = -1
     if leader_rs is not None:
@@ -236,7 +238,9 @@ def _on_election(
     if unclean:
         emit.event(K.UNCLEAN_ELECTION, t, details, broker=leader)
     if new_leo >= 0:
-        _check_loss(s, committed, new_leo, t, ev.leader_epoch, not unclean, "before", emit)
+        _check_loss(
+            s, committed, new_leo, t, ev.leader_epoch, not unclean, "before", emit, prev_leader_leo
+        )
         # Replicas holding more than the new leader must truncate to its start offset.
         for b, rs in s.replica_states.items():
             rs.must_truncate_to = new_leo if b != leader and rs.leo > new_leo else -1
@@ -273,10 +277,15 @@ def _check_loss(
     clean: bool,
     basis: str,
     emit: Emitter,
+    leader_before_leo: int = -1,
 ) -> None:
     lost = rules.committed_offsets_lost(committed, new_leader_leo)
     if lost is None:
         return
+    # What the old leader held at its last sample (acks=1 writes included) and the new
+    # leader does not: committed loss <= this <= acknowledged loss, up to what the old
+    # leader acknowledged after that sample.
+    old_leader_lost = max(leader_before_leo, committed) - new_leader_leo
     emit.event(
         K.COMMITTED_DATA_LOSS,
         t,
@@ -289,6 +298,8 @@ def _check_loss(
             "lost_count": lost[1] - lost[0],
             "epoch": epoch,
             "clean_election": clean,
+            "leader_before_leo": leader_before_leo,
+            "old_leader_offsets_lost": old_leader_lost,
             # "before": the new leader's last LEO sample before the election (it can only
             # have grown since, so the count is an upper bound, exact when it had stalled);
             # "after": its first sample under the new epoch (may include new writes: a

@@ -129,6 +129,8 @@ class PrometheusProcess(_Managed):
         )
         if scrape_interval:
             config = config.replace("scrape_interval: 15s", f"scrape_interval: {scrape_interval}")
+            # a timeout may not exceed the interval
+            config = config.replace("scrape_timeout: 10s", f"scrape_timeout: {scrape_interval}")
         if evaluation_interval:
             config = config.replace(
                 "evaluation_interval: 15s", f"evaluation_interval: {evaluation_interval}"

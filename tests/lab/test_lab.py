@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -87,12 +88,26 @@ def test_paused_follower_leaves_isr_and_rejoins_after_resume(lab: Lab) -> None:
     admin.create_topic(
         lab.bootstrap_servers, topic, assignments={0: [1, 2, 3]}, min_insync_replicas=1
     )
+    # Keep the leader's LEO moving: a follower that is idle *and* caught up never lags.
+    # The producer starts before the pause: a client created afterwards may send its first
+    # metadata request to the paused broker, which accepts the connection and never answers.
+    stop = threading.Event()
+    traffic = threading.Thread(
+        target=load.produce,
+        args=(lab.bootstrap_servers, topic),
+        kwargs={"rate": 200, "acks": "1", "stop": stop},
+        daemon=True,
+    )
+    traffic.start()
+    time.sleep(1)
     lab.pause(3)
     assert lab.node_status(3) is NodeStatus.PAUSED
     started = time.monotonic()
-    # Keep the leader's LEO moving: a follower that is idle *and* caught up never lags.
-    load.produce(lab.bootstrap_servers, topic, rate=200, count=200, acks="1")
-    state = wait_partition(lab, topic, lambda p: 3 not in p.isr, "broker 3 out of the ISR")
+    try:
+        state = wait_partition(lab, topic, lambda p: 3 not in p.isr, "broker 3 out of the ISR")
+    finally:
+        stop.set()
+        traffic.join(timeout=60)
     shrink_s = time.monotonic() - started
     assert state.isr == (1, 2)
     assert state.leader == 1
