@@ -20,6 +20,7 @@ def plot_watermarks(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    history = list(history)  # a copy: a live recorder may still be appending
     if not history:
         raise ValueError(f"no history recorded for {v.topic}/{v.partition}")
     t0 = history[0].at
