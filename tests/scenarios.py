@@ -288,6 +288,7 @@ SCENARIOS: list[Scenario] = [
         expect=[
             "offline:open",
             "offline:resolved",
+            "truncation_below_hw:event@2",  # B lost unflushed offset 1 in its restart
             "committed_data_loss:event",
             "log_divergence:open@1",
         ],

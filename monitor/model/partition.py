@@ -215,7 +215,9 @@ def _on_election(
     if leader_rs is not None:
         if leader_rs.suspect_leo >= 0:
             # Its latest sample was lower than the one before (it restarted and truncated);
-            # leadership now rests on that latest sample, so believe it.
+            # leadership now rests on that latest sample, so believe it -- and say what that
+            # truncation removed, as a second sample would have.
+            _on_truncation(s, leader, leader_rs, leader_rs.suspect_leo, t, emit)
             leader_rs.leo, leader_rs.suspect_leo = leader_rs.suspect_leo, -1
         new_leo = leader_rs.leo
     committed = s.max_hw
@@ -237,15 +239,17 @@ def _on_election(
     emit.event(K.LEADER_ELECTION, t, details, broker=leader)
     if unclean:
         emit.event(K.UNCLEAN_ELECTION, t, details, broker=leader)
+    reported = False
     if new_leo >= 0:
-        _check_loss(
+        reported = _check_loss(
             s, committed, new_leo, t, ev.leader_epoch, not unclean, "before", emit, prev_leader_leo
         )
         # Replicas holding more than the new leader must truncate to its start offset.
         for b, rs in s.replica_states.items():
             rs.must_truncate_to = new_leo if b != leader and rs.leo > new_leo else -1
-    else:
-        s.pending_loss_check = (ev.leader_epoch, committed)
+    # The LEO judged above may be stale (or unknown): the new leader's first sample under the
+    # new epoch checks again, so the verdict does not depend on which report came first.
+    s.pending_loss_check = None if reported else (ev.leader_epoch, committed, not unclean)
     s.leader = leader
     _reset_leader_measurements(s, t)
 
@@ -278,10 +282,10 @@ def _check_loss(
     basis: str,
     emit: Emitter,
     leader_before_leo: int = -1,
-) -> None:
+) -> bool:
     lost = rules.committed_offsets_lost(committed, new_leader_leo)
     if lost is None:
-        return
+        return False
     # What the old leader held at its last sample (acks=1 writes included) and the new
     # leader does not: committed loss <= this <= acknowledged loss, up to what the old
     # leader acknowledged after that sample.
@@ -309,6 +313,7 @@ def _check_loss(
     )
     # The log is rebased: later HWs are measured against what the new leader holds.
     s.max_hw = new_leader_leo
+    return True
 
 
 def _leader_of_epoch(s: PartitionState, epoch: int) -> int | None:
@@ -335,6 +340,13 @@ def _apply_replica(s: PartitionState, ev: ReplicaReport, ctx: Context, emit: Emi
     rs.observed_at = t
     s.last_seen = max(s.last_seen, t)
 
+    if (
+        ev.broker == s.leader
+        and s.pending_loss_check is not None
+        and t >= s.epoch_started_at
+        and _recheck_loss(s, rs, leo, t, ctx, emit)
+    ):
+        return True
     if 0 <= leo < rs.leo:
         if rs.suspect_leo < 0:
             rs.suspect_leo = leo  # wait for a second sample before believing it
@@ -347,10 +359,41 @@ def _apply_replica(s: PartitionState, ev: ReplicaReport, ctx: Context, emit: Emi
 
     if ev.broker == s.leader:
         _on_leader_sample(s, leo, t, ctx, emit)
-        if ev.high_watermark is not None:
-            _observe_hw(s, ev.high_watermark, t, ctx, emit)
+        if ev.high_watermark is not None and ev.high_watermark > s.hw and t >= s.hw_at:
+            # The leader's own report: fresh enough to measure HW lag, but never compared
+            # with the metadata HW for regressions -- two sources sampled at different
+            # moments disagree by design (the ``partition`` event's HW is authoritative).
+            s.hw, s.hw_at = ev.high_watermark, t
+            _measure_hw(s, t)
     else:
         _measure_follower(s, rs, t, ctx)
+    return True
+
+
+def _recheck_loss(
+    s: PartitionState, rs: ReplicaState, leo: int, t: int, ctx: Context, emit: Emitter
+) -> bool:
+    """The new leader's first sample under its epoch: its log end, without a second witness.
+
+    Returns True when the sample has been fully applied here (a lower LEO was accepted).
+    """
+    assert s.pending_loss_check is not None
+    epoch, committed, clean = s.pending_loss_check
+    s.pending_loss_check = None
+    if epoch != s.leader_epoch:
+        return False
+    for i in range(len(s.lineage) - 1, -1, -1):
+        e = s.lineage[i]
+        if e.epoch == epoch and (e.start_offset < 0 or leo < e.start_offset):
+            s.lineage[i] = e._replace(start_offset=leo)
+    if not 0 <= leo < rs.leo:
+        _check_loss(s, committed, leo, t, epoch, clean, "after", emit)
+        return False
+    # Lower than the sample the election was judged on: that one was stale. Accept it.
+    _on_truncation(s, s.leader if s.leader is not None else -1, rs, leo, t, emit)
+    rs.leo, rs.suspect_leo = leo, -1
+    _check_loss(s, committed, leo, t, epoch, clean, "after", emit)
+    _on_leader_sample(s, leo, t, ctx, emit)
     return True
 
 
@@ -358,7 +401,9 @@ def _on_truncation(
     s: PartitionState, broker: int, rs: ReplicaState, leo: int, t: int, emit: Emitter
 ) -> None:
     committed = s.max_hw
-    if committed >= 0 and leo < committed:
+    seen = (s.leader_epoch, rs.leo, leo)
+    if committed >= 0 and leo < committed and rs.last_truncation != seen:
+        rs.last_truncation = seen
         emit.event(
             K.TRUNCATION_BELOW_HW,
             t,
@@ -379,14 +424,6 @@ def _on_leader_sample(s: PartitionState, leo: int, t: int, ctx: Context, emit: E
     hist.append((t, leo))
     if len(hist) > ctx.config.leo_history:
         del hist[0]
-    if s.pending_loss_check is not None:
-        epoch, committed = s.pending_loss_check
-        s.pending_loss_check = None
-        if epoch == s.leader_epoch:
-            for i in range(len(s.lineage) - 1, -1, -1):
-                if s.lineage[i].epoch == epoch and s.lineage[i].start_offset < 0:
-                    s.lineage[i] = s.lineage[i]._replace(start_offset=leo)
-            _check_loss(s, committed, leo, t, epoch, True, "after", emit)
     for b, rs in s.replica_states.items():
         if b != s.leader:
             _measure_follower(s, rs, t, ctx)

@@ -58,6 +58,9 @@ class ReplicaState:
     ahead_samples: int = 0
     #: Offset this replica must truncate to after an election (epoch start), or -1.
     must_truncate_to: int = -1
+    #: (epoch, LEO before, LEO after) of the last truncation reported, so that a stale
+    #: second collector replaying the same drop does not report it twice.
+    last_truncation: tuple[int, int, int] = (-1, -1, -1)
 
 
 @dataclass(slots=True)
@@ -91,8 +94,9 @@ class PartitionState:
     epoch_started_at: int = -1
     #: Recent (observed_at, LEO) samples of the current leader, oldest first.
     leader_leo_history: list[tuple[int, int]] = field(default_factory=list)
-    #: After an election whose new leader's LEO was unknown: (epoch, committed HW before).
-    pending_loss_check: tuple[int, int] | None = None
+    #: After an election that reported no loss: (epoch, committed HW before, clean). The
+    #: new leader's first fresh LEO sample re-checks, since the one used may have been stale.
+    pending_loss_check: tuple[int, int, bool] | None = None
     #: Times of recent leader elections (for flapping).
     election_times: list[int] = field(default_factory=list)
     meta_at: int = -1
