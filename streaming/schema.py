@@ -388,15 +388,17 @@ def _value_error_sql(r: FieldRule, x: str, t: str) -> str:
                 f"WHEN {t} = 'VOID' THEN '{name}: Input should be a valid "
                 f"{null_type[r.scalar.kind]}'"
             )
-        cases.append(f"WHEN ({err}) IS NOT NULL THEN concat('{name}: ', {err})")
+        cases.append(f"ELSE concat('{name}: ', {err})")  # concat(..., NULL) is NULL
     return "CASE " + " ".join(cases) + " END"
 
 
 def _kind_reason_sql(kind: str) -> str:
     """SQL: the field errors of an event of ``kind`` joined by ``; `` (NULL when valid).
 
-    ``concat_ws`` skips nulls and is code-generated; only when more than MAX_REASONS fields
-    are wrong (rare) does the slower array path run to cut the list like pydantic's reason.
+    References the ``e_<field>`` columns (each field's error, computed once per record by
+    :func:`validate`), in the kind's own field order, as pydantic reports them. ``concat_ws``
+    skips nulls; only when more than MAX_REASONS fields are wrong does the array path run
+    to cut the list like pydantic's reason.
     """
     parts = []
     for r in RULES[kind]:
@@ -405,12 +407,12 @@ def _kind_reason_sql(kind: str) -> str:
     joined = f"nullif(concat_ws('; ', {', '.join(parts)}), '')"
     if len(parts) <= MAX_REASONS:
         return joined
-    count = " + ".join(f"CASE WHEN ({p}) IS NULL THEN 0 ELSE 1 END" for p in parts)
     errs = f"filter(array({', '.join(parts)}), e -> e IS NOT NULL)"
     cut = (
         f"concat(array_join(slice({errs}, 1, {MAX_REASONS}), '; '), "
         f"'; ... and ', size({errs}) - {MAX_REASONS}, ' more')"
     )
+    count = " + ".join(f"CASE WHEN ({p}) IS NULL THEN 0 ELSE 1 END" for p in parts)
     return f"CASE WHEN ({count}) > {MAX_REASONS} THEN {cut} ELSE {joined} END"
 
 
@@ -677,14 +679,21 @@ def validate(df: Any, raw: str = "value") -> Any:
         F.expr("try_variant_get(`s`.`schema_version`, '$', 'bigint')").alias("v_schema_version"),
     )
     fast = typed.select("*", F.expr(fast_ok_sql(raw)).alias("_ok"))
-    errs_sql = {
-        n: _value_error_sql(_rule_for(n), f"`s`.`{n}`", f"`t_{n}`") for n in fields
-    }
-    reason_sql = f"coalesce({precheck_sql(raw)}, {field_errors_sql()})"
-    for n, sql in errs_sql.items():
-        reason_sql = reason_sql.replace(f"`e_{n}`", f"({sql})")
-    reason = F.expr(f"CASE WHEN _ok THEN NULL ELSE {reason_sql} END")
-    return fast.select(*[F.col(c) for c in df.columns], reason.alias("reason"), *typed_columns())
+    # Each field's error once per record (cheap for accepted records: one boolean test).
+    errs = fast.select(
+        "*",
+        *[
+            F.expr(
+                f"CASE WHEN _ok THEN NULL ELSE "
+                f"{_value_error_sql(_rule_for(n), f'`s`.`{n}`', f'`t_{n}`')} END"
+            ).alias(f"e_{n}")
+            for n in fields
+        ],
+    )
+    reason = F.expr(
+        f"CASE WHEN _ok THEN NULL ELSE coalesce({precheck_sql(raw)}, {field_errors_sql()}) END"
+    )
+    return errs.select(*[F.col(c) for c in df.columns], reason.alias("reason"), *typed_columns())
 
 
 def python_reason(raw: bytes | str) -> str | None:

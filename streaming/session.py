@@ -27,6 +27,9 @@ JOB_SPARK_CONF: dict[str, str] = {
     "spark.sql.codegen.wholeStage": "false",
     # Python workers stay up between micro-batches (their bucket cache lives in them).
     "spark.python.worker.reuse": "true",
+    # Planning the derived validation recurses deeply (a wide expression tree).
+    "spark.driver.extraJavaOptions": "-Xss32m",
+    "spark.executor.extraJavaOptions": "-Xss32m",
     **REQUIRED_SPARK_CONF,
 }
 

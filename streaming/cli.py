@@ -1,0 +1,138 @@
+"""``monitor stream``: run the Spark Structured Streaming job (also ``python -m streaming``).
+
+``register(sub)`` adds the subcommand to the ``monitor`` CLI (module ``streaming.cli``);
+:func:`build_parser` is the same options as a standalone parser, for ``python -m streaming``
+and ``spark-submit streaming/job.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from pydantic import ValidationError
+
+from streaming.config import StreamingConfig, load_config
+
+
+def add_options(p: argparse.ArgumentParser) -> None:
+    d = StreamingConfig.model_fields
+    p.add_argument("--bootstrap", help=f"Kafka bootstrap servers ({d['bootstrap'].default})")
+    p.add_argument("--events-topic", help=f"events topic ({d['events_topic'].default})")
+    p.add_argument("--findings-topic", help=f"findings topic ({d['findings_topic'].default})")
+    p.add_argument(
+        "--deadletter-topic", help=f"dead-letter topic ({d['deadletter_topic'].default})"
+    )
+    p.add_argument(
+        "--checkpoint", help="checkpoint location: folder or Hadoop URI (hdfs://, s3a://)"
+    )
+    p.add_argument("--store", help="Parquet state store location (folder or Hadoop URI)")
+    p.add_argument(
+        "--master", help="Spark master (local[2]); 'none' keeps what spark-submit set"
+    )
+    p.add_argument("--trigger-seconds", type=float, help="micro-batch interval in seconds")
+    p.add_argument("--buckets", type=int, help="state keys (hash buckets of partitions)")
+    p.add_argument("--tick-ms", type=int, help="interval of the model's time-driven checks")
+    p.add_argument("--shuffle-partitions", type=int, help="spark.sql.shuffle.partitions")
+    p.add_argument(
+        "--starting-offsets", choices=("earliest", "latest"), help="where a new query starts"
+    )
+    p.add_argument("--max-offsets-per-trigger", type=int, help="cap on records per batch")
+    p.add_argument(
+        "--once",
+        "--available-now",
+        dest="once",
+        action="store_true",
+        default=None,
+        help="process what is in the topic now, then stop",
+    )
+    p.add_argument(
+        "--no-jars",
+        action="store_true",
+        help="do not add the resolved spark-sql-kafka jars (use --packages instead)",
+    )
+    p.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra Spark setting (repeatable)",
+    )
+    p.add_argument("--stale-after-ms", type=int, help="model: silence before stale_telemetry")
+
+
+def config_from_args(args: argparse.Namespace) -> StreamingConfig:
+    overrides: dict[str, Any] = {
+        "bootstrap": args.bootstrap,
+        "events_topic": args.events_topic,
+        "findings_topic": args.findings_topic,
+        "deadletter_topic": args.deadletter_topic,
+        "checkpoint": args.checkpoint,
+        "store": args.store,
+        "trigger_seconds": args.trigger_seconds,
+        "buckets": args.buckets,
+        "tick_ms": args.tick_ms,
+        "shuffle_partitions": args.shuffle_partitions,
+        "starting_offsets": args.starting_offsets,
+        "max_offsets_per_trigger": args.max_offsets_per_trigger,
+        "once": args.once,
+    }
+    if args.master is not None:
+        overrides["master"] = None if args.master.lower() == "none" else args.master
+        if overrides["master"] is None:
+            overrides.pop("master")
+            cfg_master_none = True
+        else:
+            cfg_master_none = False
+    else:
+        cfg_master_none = False
+    if args.no_jars:
+        overrides["jars"] = []
+    if args.conf:
+        conf = {}
+        for item in args.conf:
+            key, sep, value = item.partition("=")
+            if not sep:
+                raise ValueError(f"--conf expects KEY=VALUE, got {item!r}")
+            conf[key] = value
+        overrides["spark_conf"] = conf
+    cfg = load_config(**overrides)
+    if args.stale_after_ms is not None:
+        cfg = cfg.model_copy(
+            update={"model": cfg.model.model_copy(update={"stale_after_ms": args.stale_after_ms})}
+        )
+    if cfg_master_none:
+        cfg = cfg.model_copy(update={"master": None})
+    return cfg
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="monitor stream", description="Run the Spark streaming job of the monitor."
+    )
+    add_options(p)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    from streaming.job import run as run_job
+
+    try:
+        cfg = config_from_args(args)
+    except (ValidationError, ValueError) as e:
+        print(f"monitor stream: invalid configuration: {e}", file=sys.stderr)
+        return 2
+    return run_job(cfg)
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "stream",
+        help="run the Spark Structured Streaming job (events -> findings, state, dead letters)",
+        description="Reads telemetry events from Kafka, runs the watermark model per hash "
+        "bucket of partitions in Spark state, writes findings, dead letters and partition "
+        "state. Settings also come from MONITOR_STREAMING_* environment variables.",
+    )
+    add_options(p)
+    p.set_defaults(func=run)

@@ -1,0 +1,448 @@
+"""The streaming job: Kafka records in, validated, bucketed model state, findings out.
+
+::
+
+    Kafka (events topic) -> validate (derived SQL) -> route: valid -> bucket / fan-out
+                                                      invalid -> dead bucket
+      -> transformWithStateInPandas (one ClusterModel per bucket, processing-time timer)
+      -> foreachBatch: findings -> findings topic (key = Finding.id)
+                       dead letters -> dead-letter topic (original bytes, reason headers)
+                       partition state -> Parquet store (batch_id=<n>/, idempotent)
+                       driver hook(s) -> e.g. the Prometheus exporter
+
+Also runs under ``spark-submit streaming/job.py ...`` (same flags as ``monitor stream``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from streaming import schema
+from streaming.config import StreamingConfig
+from streaming.operator import (
+    DEAD_BUCKET,
+    INT_COLUMNS,
+    NULL_INT,
+    OUTPUT_DDL,
+    OperatorSettings,
+    make_processor,
+)
+
+log = logging.getLogger("streaming")
+
+#: Columns of a Kafka source row the job uses (a Parquet replay source must have them too).
+SOURCE_COLUMNS = ("value", "topic", "partition", "offset")
+
+#: The Parquet state rows (what ``operator.state_row`` produces, typed).
+STATE_DDL = (
+    "cluster string, topic string, partition int, leader int, leader_epoch int, "
+    "isr array<int>, replicas array<int>, high_watermark long, max_committed_hw long, "
+    "leader_leo long, uncommitted long, replica_states array<struct<broker: int, leo: long, "
+    "lag_offsets: long, lag_ms: long, caught_up_at: long, observed_at: long, in_isr: boolean>>, "
+    "open_findings array<struct<kind: string, severity: string, opened_at: long, broker: int, "
+    "details: string>>, severity string, lineage array<struct<epoch: int, start_offset: long, "
+    "leader: int, at: long>>, late_events long, duplicate_events long, updated_at long"
+)
+
+FINDING_DDL = (
+    "id string, kind string, state string, severity string, cluster string, topic string, "
+    "partition int, broker int, at long, opened_at long, details string"
+)
+
+
+@dataclass
+class BatchOutput:
+    """What a driver hook receives after each micro-batch has been written.
+
+    ``findings`` are the finding dicts (``Finding.to_dict()``) of the batch; ``states`` is a
+    (persisted, valid during the call) DataFrame of the touched partitions' state rows
+    (:data:`STATE_DDL`) — collect what you need; ``stats`` holds the counts.
+    """
+
+    batch_id: int
+    findings: list[dict[str, Any]]
+    states: Any
+    stats: dict[str, int]
+
+
+Hook = Callable[[BatchOutput], None]
+
+
+@dataclass
+class JobCounters:
+    """Totals since the query started (driver side), for logs, tests and the benchmark."""
+
+    batches: int = 0
+    accepted: int = 0
+    dead_lettered: int = 0
+    duplicates: int = 0
+    findings: int = 0
+    states: int = 0
+    state_bytes: int = 0
+    partitions: int = 0
+    batch_seconds: list[float] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+
+# --- the DataFrame pipeline --------------------------------------------------------------------
+
+
+def kafka_source(spark: Any, cfg: StreamingConfig) -> Any:
+    reader = (
+        spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", cfg.bootstrap)
+        .option("subscribe", cfg.events_topic)
+        .option("startingOffsets", cfg.starting_offsets)
+        .option("failOnDataLoss", "false")
+    )
+    if cfg.max_offsets_per_trigger:
+        reader = reader.option("maxOffsetsPerTrigger", str(cfg.max_offsets_per_trigger))
+    for k, v in cfg.kafka_options.items():
+        reader = reader.option(k, v)
+    return reader.load()
+
+
+def parquet_source(spark: Any, path: str, files_per_trigger: int = 1) -> Any:
+    """A Kafka-shaped replay source: Parquet files with value/topic/partition/offset columns."""
+    return (
+        spark.readStream.schema("value binary, topic string, partition int, offset long")
+        .option("maxFilesPerTrigger", files_per_trigger)
+        .parquet(path)
+    )
+
+
+def build_operator_input(source: Any, buckets: int) -> Any:
+    """Validated, bucketed rows for the operator; invalid records on the dead bucket.
+
+    One projection and one explode (no union: the validation plan is large, and a union
+    would make the optimizer, which runs again for every micro-batch, handle it twice).
+    Valid rows do not carry their bytes to Python; dead rows carry only bytes and reason.
+    """
+    from pyspark.sql import functions as F
+
+    src = source.select(
+        F.col("value"),
+        F.col("topic").alias("_src_topic"),
+        F.col("partition").cast("long").alias("_src_partition"),
+        F.col("offset").cast("long").alias("_src_offset"),
+    )
+    v = schema.validate(src, raw="value")
+    ok = F.col("reason").isNull()
+    is_global = F.col("kind").isin("topic_config", "broker")
+    global_key = F.when(
+        F.col("kind") == "topic_config", F.concat_ws("/", "cluster", F.lit("topic"), "topic")
+    ).otherwise(F.concat_ws("/", "cluster", F.lit("broker"), F.col("broker").cast("string")))
+    bucket_list = (
+        F.when(~ok, F.array(F.lit(DEAD_BUCKET)))
+        .when(is_global, F.sequence(F.lit(0), F.lit(buckets - 1)))
+        .otherwise(
+            F.array(F.expr(f"pmod(xxhash64(cluster, topic, partition), {buckets})").cast("int"))
+        )
+    )
+    owner_bucket = F.pmod(F.crc32(global_key.cast("binary")), F.lit(buckets)).cast("int")
+    exploded = v.select(
+        "*",
+        F.explode(bucket_list).alias("bucket"),
+        F.when(is_global, owner_bucket).alias("_owner_bucket"),
+    )
+    event_cols = []
+    for f in schema.EVENT_STRUCT.fields:
+        col = F.when(ok, F.col(f.name))
+        if f.name in INT_COLUMNS:
+            col = F.coalesce(col.cast("long"), F.lit(NULL_INT).cast("long"))
+        event_cols.append(col.alias(f.name))
+    return exploded.select(
+        F.col("bucket").cast("int").alias("bucket"),
+        *event_cols,
+        (ok & (~is_global | (F.col("bucket") == F.col("_owner_bucket")))).alias("owner"),
+        F.when(~ok, F.col("value")).alias("value"),
+        F.col("reason"),
+        F.when(~ok, F.col("_src_topic")).alias("src_topic"),
+        F.col("_src_partition").alias("src_partition"),
+        F.col("_src_offset").alias("src_offset"),
+    )
+
+
+def stateful(source: Any, cfg: StreamingConfig, cache_scope: str = "") -> Any:
+    """The operator's output (findings, state rows, dead letters, stats) for a source."""
+    rows = build_operator_input(source, cfg.buckets)
+    settings = OperatorSettings(
+        buckets=cfg.buckets,
+        tick_ms=cfg.tick_ms,
+        catchup_slack_ms=cfg.catchup_slack_ms,
+        model=cfg.model.to_model_config(),
+        cache_scope=cache_scope or cfg.checkpoint_location,
+    )
+    return rows.groupBy("bucket").transformWithStateInPandas(
+        statefulProcessor=make_processor(settings),
+        outputStructType=OUTPUT_DDL,
+        outputMode="Append",
+        timeMode="ProcessingTime",
+    )
+
+
+# --- sinks -----------------------------------------------------------------------------------
+
+
+class Sinks:
+    """The foreachBatch function: every output of one micro-batch, idempotent by batch id."""
+
+    def __init__(
+        self,
+        cfg: StreamingConfig,
+        hooks: Sequence[Hook] = (),
+        counters: JobCounters | None = None,
+        write_kafka: bool = True,
+    ) -> None:
+        self.cfg = cfg
+        self.hooks = list(hooks)
+        self.counters = counters if counters is not None else JobCounters()
+        self.write_kafka = write_kafka
+        self.store = cfg.store_location
+
+    def _kafka(self, df: Any, topic: str) -> None:
+        writer = (
+            df.write.format("kafka")
+            .option("kafka.bootstrap.servers", self.cfg.bootstrap)
+            .option("topic", topic)
+        )
+        for k, v in self.cfg.kafka_options.items():
+            writer = writer.option(k, v)
+        writer.save()
+
+    def __call__(self, batch: Any, batch_id: int) -> None:
+        from pyspark.sql import functions as F
+
+        started = time.monotonic()
+        batch = batch.persist()
+        try:
+            stats_rows = batch.filter(F.col("out") == "stats").collect()
+            findings = batch.filter(F.col("out") == "finding").select("key", "value")
+            dead = batch.filter(F.col("out") == "dead")
+            states = batch.filter(F.col("out") == "state").select(
+                F.from_json(F.col("value").cast("string"), STATE_DDL).alias("s")
+            )
+            states = states.select("s.*", F.lit(batch_id).cast("long").alias("batch_id")).persist()
+            n_dead = dead.count()
+            finding_rows = findings.collect()
+            if self.write_kafka:
+                if finding_rows:
+                    self._kafka(findings, self.cfg.findings_topic)
+                if n_dead:
+                    self._kafka(self._dead_letters(dead), self.cfg.deadletter_topic)
+            finding_dicts = [json.loads(bytes(r.value)) for r in finding_rows]
+            n_states = self._write_store(states, finding_dicts, batch_id)
+            stats = {
+                "batch_id": batch_id,
+                "accepted": sum(int(r.n_events or 0) for r in stats_rows),
+                "dead_lettered": n_dead,
+                "duplicates": sum(int(r.n_duplicates or 0) for r in stats_rows),
+                "findings": len(finding_dicts),
+                "states": n_states,
+                "partitions": sum(int(r.n_partitions or 0) for r in stats_rows),
+                "state_bytes": sum(int(r.state_bytes or 0) for r in stats_rows),
+                "buckets": len(stats_rows),
+            }
+            for hook in self.hooks:
+                hook(BatchOutput(batch_id, finding_dicts, states, stats))
+            states.unpersist()
+        finally:
+            batch.unpersist()
+        c = self.counters
+        with c.lock:
+            c.batches += 1
+            c.accepted += stats["accepted"]
+            c.dead_lettered += n_dead
+            c.duplicates += stats["duplicates"]
+            c.findings += len(finding_dicts)
+            c.states += n_states
+            if stats["buckets"]:
+                c.partitions = stats["partitions"]
+                c.state_bytes = stats["state_bytes"]
+            c.batch_seconds.append(time.monotonic() - started)
+        log.info("batch %d: %s", batch_id, stats)
+
+    @staticmethod
+    def _dead_letters(dead: Any) -> Any:
+        from pyspark.sql import functions as F
+
+        def header(name: str, col: Any) -> Any:
+            return F.struct(F.lit(name).alias("key"), col.cast("string").cast("binary").alias("value"))
+
+        return dead.select(
+            F.col("key").cast("binary").alias("key"),
+            F.col("value"),
+            F.array(
+                header("reason", F.col("reason")),
+                header("source_topic", F.col("src_topic")),
+                header("source_partition", F.col("src_partition")),
+                header("source_offset", F.col("src_offset")),
+            ).alias("headers"),
+        )
+
+    def _write_store(self, states: Any, findings: list[dict[str, Any]], batch_id: int) -> int:
+        """``<store>/state/batch_id=<n>/`` and ``<store>/findings/batch_id=<n>/`` (overwrite)."""
+        n = int(states.count())
+        if n:
+            states.drop("batch_id").write.mode("overwrite").parquet(
+                f"{self.store}/state/batch_id={batch_id}"
+            )
+        if findings:
+            spark = states.sparkSession
+            rows = [
+                (
+                    f["id"],
+                    f["kind"],
+                    f["state"],
+                    f["severity"],
+                    f["cluster"],
+                    f["topic"],
+                    f["partition"],
+                    f["broker"],
+                    f["at"],
+                    f["opened_at"],
+                    json.dumps(f["details"], separators=(",", ":")),
+                )
+                for f in findings
+            ]
+            spark.createDataFrame(rows, FINDING_DDL).coalesce(1).write.mode("overwrite").parquet(
+                f"{self.store}/findings/batch_id={batch_id}"
+            )
+        return n
+
+
+# --- running ---------------------------------------------------------------------------------
+
+
+@dataclass
+class RunningJob:
+    query: Any
+    counters: JobCounters
+    sinks: Sinks
+
+    def stop(self) -> None:
+        self.query.stop()
+
+    def drain(self, timeout_s: float = 3600.0, poll_s: float = 0.5) -> None:
+        """Wait until the source has nothing left that this query has not processed.
+
+        ``processAllAvailable`` (like ``availableNow``) never returns with processing-time
+        timers: such a query always has another (timer) batch to run. Instead: idle means the
+        last progress read no rows and its end offset is the source's latest offset.
+        """
+        deadline = time.monotonic() + timeout_s
+        seen_batch = -1
+        while time.monotonic() < deadline:
+            if self.query.exception() is not None:
+                raise RuntimeError(f"streaming query failed: {self.query.exception()}")
+            if not self.query.isActive:
+                return
+            p = self.query.lastProgress
+            if p is not None and p["batchId"] != seen_batch:
+                seen_batch = p["batchId"]
+                if p["numInputRows"] == 0 and all(_caught_up(src) for src in p["sources"]):
+                    return
+            time.sleep(poll_s)
+        raise TimeoutError(f"query did not drain its source within {timeout_s:.0f}s")
+
+
+def start(
+    spark: Any,
+    cfg: StreamingConfig,
+    *,
+    source: Any = None,
+    hooks: Sequence[Hook] = (),
+    write_kafka: bool = True,
+    query_name: str | None = None,
+) -> RunningJob:
+    """Start the streaming query (Kafka source unless ``source`` is given)."""
+    src = source if source is not None else kafka_source(spark, cfg)
+    out = stateful(src, cfg)
+    sinks = Sinks(cfg, hooks, write_kafka=write_kafka)
+    writer = (
+        out.writeStream.foreachBatch(sinks)
+        .option("checkpointLocation", cfg.checkpoint_location)
+        .outputMode("append")
+    )
+    if query_name:
+        writer = writer.queryName(query_name)
+    if cfg.trigger_seconds > 0:
+        writer = writer.trigger(processingTime=f"{int(cfg.trigger_seconds * 1000)} milliseconds")
+    query = writer.start()
+    return RunningJob(query, sinks.counters, sinks)
+
+
+def _caught_up(src: dict[str, Any]) -> bool:
+    latest, end = src.get("latestOffset"), src.get("endOffset")
+    if latest is None or latest == "null":  # sources without admission control (files)
+        return True
+    return _offsets(latest) == _offsets(end)
+
+
+def _offsets(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def run(cfg: StreamingConfig, hooks: Sequence[Hook] = ()) -> int:
+    """Run the job until stopped (or, with ``once``, until the source is drained)."""
+    from streaming.session import build_session, kafka_jars
+
+    jars = cfg.jars if cfg.jars is not None else kafka_jars()
+    spark = build_session(
+        master=cfg.master,
+        app_name=cfg.app_name,
+        shuffle_partitions=cfg.shuffle_partitions,
+        jars=jars,
+        conf=cfg.spark_conf,
+    )
+    job = start(spark, cfg, hooks=hooks)
+    print(
+        f"monitor stream: reading {cfg.events_topic} on {cfg.bootstrap}; findings -> "
+        f"{cfg.findings_topic}, dead letters -> {cfg.deadletter_topic}, state -> {cfg.store}; "
+        f"checkpoint {cfg.checkpoint_location}",
+        flush=True,
+    )
+    try:
+        if cfg.once:
+            # availableNow never ends with processing-time timers: drain, then stop.
+            job.drain()
+            job.stop()
+        else:
+            job.query.awaitTermination()
+    except KeyboardInterrupt:
+        job.stop()
+    c = job.counters
+    print(
+        f"monitor stream: {c.batches} batches, {c.accepted} events accepted, "
+        f"{c.dead_lettered} dead-lettered, {c.findings} findings",
+        flush=True,
+    )
+    return 0
+
+
+def reset(cfg: StreamingConfig) -> None:
+    """Delete the local checkpoint and store (for tests and ``--reset``)."""
+    for loc in (cfg.checkpoint_location, cfg.store_location):
+        if "://" not in loc and Path(loc).exists():
+            shutil.rmtree(loc)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from streaming.cli import build_parser, config_from_args
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    return run(config_from_args(args))
+
+
+if __name__ == "__main__":  # spark-submit streaming/job.py ...
+    sys.exit(main())

@@ -1,0 +1,86 @@
+"""Helpers shared by the streaming tests: Kafka-shaped replay files, running a query to idle."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from monitor.model import ClusterModel, Finding, ModelConfig
+from monitor.replay import replay
+
+
+def write_batches(folder: Path, batches: Sequence[Sequence[bytes]], topic: str = "events") -> None:
+    """One Parquet file per micro-batch, with the Kafka source's columns (one partition)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    offset = 0
+    for i, records in enumerate(batches):
+        n = len(records)
+        table = pa.table(
+            {
+                "value": pa.array(list(records), pa.binary()),
+                "topic": pa.array([topic] * n, pa.string()),
+                "partition": pa.array([0] * n, pa.int32()),
+                "offset": pa.array(range(offset, offset + n), pa.int64()),
+            }
+        )
+        offset += n
+        pq.write_table(table, folder / f"batch-{i:05d}.parquet")
+
+
+def split(records: Sequence[bytes], parts: int) -> list[list[bytes]]:
+    size = max(1, -(-len(records) // parts))
+    return [list(records[i : i + size]) for i in range(0, len(records), size)]
+
+
+def renamed(lines: Iterable[bytes], cluster: str) -> list[bytes]:
+    """The events with their ``cluster`` replaced (scenarios share "lab")."""
+    out = []
+    for line in lines:
+        ev = json.loads(line)
+        ev["cluster"] = cluster
+        out.append(json.dumps(ev, separators=(",", ":")).encode())
+    return out
+
+
+def replay_ids(
+    records: Sequence[bytes], config: ModelConfig, tick_ms: int = 10**15
+) -> list[Finding]:
+    findings: list[Finding] = []
+    rejects: list[Any] = []
+    replay(list(records), ClusterModel(config), findings.append, lambda n, r: rejects.append(r), tick_ms)
+    assert not rejects, rejects
+    return findings
+
+
+def run_to_idle(job: Any, timeout_s: float = 300.0) -> None:
+    """Process everything the source has, then stop the query (raises its error, if any)."""
+    try:
+        job.drain(timeout_s)
+    finally:
+        job.query.stop()
+    if job.query.exception() is not None:
+        raise AssertionError(f"query failed: {job.query.exception()}")
+
+
+def event_driven(records: Sequence[bytes], config: ModelConfig) -> list[Finding]:
+    """``monitor.replay.replay``'s findings without those of its final tick.
+
+    The final tick's findings are found by applying the same events to a second model and
+    ticking it once at the same instant.
+    """
+    from monitor.events import parse_event, to_model
+
+    found = replay_ids(records, config)
+    model = ClusterModel(config)
+    now = -1
+    for r in records:
+        ev = to_model(parse_event(r))
+        model.apply(ev)
+        now = max(now, ev.observed_at)
+    final = {f.id for f in model.tick(now)}
+    return [f for f in found if f.id not in final]
