@@ -261,7 +261,11 @@ def _identity(cols: dict[str, list[Any]], i: int, names: list[str]) -> tuple[Any
     out: list[Any] = []
     for n in names:
         v = cols[n][i]
-        out.append(_ints(v) if n in LIST_COLUMNS and v is not None else v)
+        if n in LIST_COLUMNS and v is not None:
+            v = _ints(v)
+        elif v != v:  # NaN: pandas' null in an all-null string column
+            v = None
+        out.append(v)
     return tuple(out)
 
 
@@ -270,7 +274,11 @@ def ordered_rows(cols: dict[str, list[Any]], n: int) -> tuple[list[int], int]:
     t, kind = cols["observed_at"], cols["kind"]
     sp, so = cols["src_partition"], cols["src_offset"]
     order = sorted(range(n), key=lambda i: (t[i], KIND_ORDER[kind[i]], sp[i], so[i]))
-    names = [c for c in cols if c not in ("src_partition", "src_offset", "src_topic", "owner")]
+    names = [
+        c
+        for c in cols
+        if c not in ("src_partition", "src_offset", "src_topic", "owner", "value", "reason")
+    ]
     seen: set[tuple[Any, ...]] = set()
     kept: list[int] = []
     prev_t = None

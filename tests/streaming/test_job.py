@@ -11,6 +11,7 @@ tick within the test); the job's own ticks are tested in ``test_silence``.
 
 from __future__ import annotations
 
+import json
 import time
 from collections import Counter
 from pathlib import Path
@@ -87,3 +88,79 @@ def test_job_equals_replay_on_seed_scenarios(spark: Any, tmp_path: Path, buckets
         )
         assert job.counters.accepted == len(records)
         assert job.counters.dead_lettered == 0
+
+
+def test_silence_opens_stale_telemetry_without_new_events(spark: Any, tmp_path: Path) -> None:
+    """The processing-time timer ticks buckets that receive nothing: silence is a finding."""
+    from monitor.testing import Timeline
+
+    now = int(time.time() * 1000)
+    tl = Timeline(cluster="quiet", topic="q", start=now)
+    tl.config(rf=3, min_isr=2)
+    tl.broker(1)
+    tl.meta(leader=1, epoch=0, replicas=[1, 2, 3], isr=[1, 2, 3], hw=10)
+    tl.replica(1, leo=10)
+    records = [json.dumps(e).encode() for e in tl.events]
+    model = ModelConfig(stale_after_ms=2_000)
+    cfg = _config(tmp_path, model, buckets=2).model_copy(
+        update={"tick_ms": 500, "catchup_slack_ms": 0}
+    )
+    write_batches(tmp_path / "source", [records])
+    seen: list[dict[str, Any]] = []
+    job = start(
+        spark,
+        cfg,
+        source=parquet_source(spark, str(tmp_path / "source")),
+        hooks=[lambda out: seen.extend(out.findings)],
+        write_kafka=False,
+    )
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            stale = {(f["topic"], f["broker"]) for f in seen if f["kind"] == "stale_telemetry"}
+            if {("q", None), (None, 1)} <= stale:
+                break
+            assert job.query.exception() is None, job.query.exception()
+            time.sleep(0.5)
+    finally:
+        job.stop()
+    stale_open = [f for f in seen if f["kind"] == "stale_telemetry" and f["state"] == "open"]
+    assert {(f["topic"], f["partition"], f["broker"]) for f in stale_open} == {
+        ("q", 0, None),
+        (None, None, 1),
+    }, seen
+    # Each opened exactly once, though several ticks ran (one bucket owns broker 1).
+    assert len(stale_open) == 2
+    assert all(f["details"]["silent_for_ms"] > 2_000 for f in stale_open)
+
+
+def test_late_and_duplicate_events_change_nothing(spark: Any, tmp_path: Path) -> None:
+    """A batch of duplicates and of older (late) samples produces no finding and no state."""
+    from monitor.testing import Timeline
+
+    tl = Timeline(cluster="dup", topic="d")
+    tl.config(rf=3, min_isr=2)
+    for i in range(6):
+        tl.meta(leader=1, epoch=0, replicas=[1, 2, 3], isr=[1, 2, 3], hw=100 * i)
+        tl.replica(1, leo=100 * i + 5)
+        tl.replica(2, leo=100 * i + 3)
+        tl.replica(3, leo=100 * i + 2)
+        tl.advance(5_000)
+    first = [json.dumps(e).encode() for e in tl.events]
+    # Late: the first samples again, but with LEOs and HWs far lower (would read as
+    # truncation / HW regression if applied), and exact duplicates of the last round.
+    late = []
+    for e in tl.events[:8]:
+        bad = dict(e)
+        if "log_end_offset" in bad:
+            bad["log_end_offset"] = 0
+        if "high_watermark" in bad:
+            bad["high_watermark"] = 0
+        late.append(json.dumps(bad).encode())
+    dups = first[-4:] * 2
+    cfg = _config(tmp_path, ModelConfig(), buckets=2)
+    seen, job = _run(spark, tmp_path, [first, first[-4:] + dups, late], cfg)
+    expected = [f.id for f in event_driven(first, ModelConfig())]
+    assert Counter(f["id"] for f in seen) == Counter(expected), seen
+    assert job.counters.duplicates >= 4  # exact duplicates within the second batch
+    assert job.counters.accepted == len(first) + len(first[-4:]) + len(dups) + len(late)
