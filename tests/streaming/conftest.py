@@ -22,3 +22,46 @@ def spark() -> Iterator[Any]:
         yield session
     finally:
         session.stop()
+
+
+# --- the real Kafka lab (own ports and folder, always stopped) ---------------------------------
+
+import os  # noqa: E402
+import uuid  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def kafka_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A 3-broker KRaft lab on base port 31092 (env MONITOR_STREAMING_TEST_LAB_PORT)."""
+    from monitor.lab.cluster import Lab
+    from monitor.lab.config import LabConfig
+
+    port = int(os.environ.get("MONITOR_STREAMING_TEST_LAB_PORT", "31092"))
+    lab = Lab(LabConfig(dir=tmp_path_factory.mktemp("streaming-lab"), base_port=port))
+    try:
+        lab.up()
+        yield lab
+    finally:
+        lab.down()
+
+
+@pytest.fixture
+def topics(kafka_lab: Any) -> dict[str, str]:
+    """Fresh events / findings / dead-letter topics for one test."""
+    from monitor.lab.admin import create_topic
+
+    tag = uuid.uuid4().hex[:8]
+    names = {
+        "events": f"events-{tag}",
+        "findings": f"findings-{tag}",
+        "deadletter": f"deadletter-{tag}",
+    }
+    for role, name in names.items():
+        create_topic(
+            kafka_lab.bootstrap_servers,
+            name,
+            partitions=3 if role == "events" else 1,
+            replication_factor=3,
+            min_insync_replicas=2,
+        )
+    return names

@@ -1,0 +1,91 @@
+"""End to end on the real lab Kafka: events topic -> job -> findings and dead-letter topics.
+
+The feed is ``kafka_io.produce_events`` (the seed scenarios); once the collector exists it
+writes the same events topic and these assertions apply unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from monitor.model import ModelConfig
+from streaming.config import StreamingConfig
+from streaming.job import start
+from tests.scenarios import SCENARIOS
+from tests.streaming.helpers import event_driven, renamed
+from tests.streaming.kafka_io import findings_by_id, produce_events, read_all
+
+pytestmark = [pytest.mark.spark, pytest.mark.lab]
+
+GARBAGE = b'{"schema_version":1,"kind":"replica","cluster":"lab","observed_at":"soon"}'
+
+
+def scenario_feed() -> tuple[list[bytes], list[str]]:
+    """Records (two scenarios, a malformed record between them) and the expected ids."""
+    names = ["unclean_election", "under_min_isr_and_recovery"]
+    first, second = (
+        renamed(next(s for s in SCENARIOS if s.name == n).path.read_bytes().splitlines(), n)
+        for n in names
+    )
+    expected = [f.id for f in event_driven(first + second, ModelConfig())]
+    return [*first, GARBAGE, b"", *second], expected
+
+
+def kafka_config(tmp: Path, bootstrap: str, topics: dict[str, str], **kw: Any) -> StreamingConfig:
+    return StreamingConfig(
+        bootstrap=bootstrap,
+        events_topic=topics["events"],
+        findings_topic=topics["findings"],
+        deadletter_topic=topics["deadletter"],
+        checkpoint=str(tmp / "checkpoint"),
+        store=str(tmp / "store"),
+        trigger_seconds=0.5,
+        tick_ms=3_600_000,
+        buckets=4,
+        jars=[],
+        **kw,
+    )
+
+
+def check_outputs(bootstrap: str, topics: dict[str, str], expected: list[str], produced: int) -> None:
+    findings = findings_by_id(read_all(bootstrap, topics["findings"]))
+    assert set(findings) == set(expected)
+    kinds = {f["kind"] for f in findings.values()}
+    assert {"unclean_election", "committed_data_loss", "under_min_isr"} <= kinds
+    dead = read_all(bootstrap, topics["deadletter"])
+    assert sorted(r.value for r in dead) == sorted([GARBAGE, b""])
+    by_value = {r.value: r for r in dead}
+    assert by_value[GARBAGE].headers["reason"].startswith(
+        b"observed_at: Input should be a valid integer; topic: field required"
+    )
+    assert by_value[b""].headers["reason"] == b"empty record"
+    assert by_value[GARBAGE].headers["source_topic"] == topics["events"].encode()
+    assert int(by_value[GARBAGE].headers["source_offset"]) >= 0
+    assert len(dead) + 0 <= produced
+
+
+def test_kafka_end_to_end(spark: Any, kafka_lab: Any, topics: dict[str, str], tmp_path: Path) -> None:
+    bootstrap = kafka_lab.bootstrap_servers
+    records, expected = scenario_feed()
+    produced = produce_events(bootstrap, topics["events"], records)
+    job = start(spark, kafka_config(tmp_path, bootstrap, topics))
+    try:
+        job.drain(timeout_s=300)
+    finally:
+        job.stop()
+    check_outputs(bootstrap, topics, expected, produced)
+    c = job.counters
+    assert c.accepted + c.dead_lettered == produced  # counts reconcile
+    assert c.dead_lettered == 2
+    # The state store has every touched partition; DuckDB reads the latest row of each.
+    from streaming.store import current_state
+
+    state = current_state(str(tmp_path / "store"))
+    assert {(r["topic"], r["partition"]) for r in state} == {("unclean", 0), ("minisr", 0)}
+    unclean = next(r for r in state if r["topic"] == "unclean")
+    assert [e["epoch"] for e in unclean["lineage"]][-1] == unclean["leader_epoch"]
+    assert json.loads(json.dumps(unclean))  # plain data
