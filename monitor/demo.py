@@ -244,6 +244,12 @@ class Demo:
         lab.pause(2)
         self.wait_for("under_min_isr", mine(K.UNDER_MIN_ISR, "open"), 90)
         self._probe_acks_all(lab.bootstrap_servers)
+        # The page: Prometheus fires under_min_isr once it has held for the rule's `for`.
+        deadline = time.monotonic() + 150
+        while "under_min_isr" not in self.alert_first_firing:
+            if time.monotonic() > deadline:
+                raise TimeoutError("Prometheus did not fire under_min_isr within 150s")
+            time.sleep(1)
 
         self.phase("2. follower 2 returns (SIGCONT)")
         lab.resume(2)

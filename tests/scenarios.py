@@ -138,6 +138,20 @@ def unclean_election() -> Timeline:
     return tl
 
 
+def old_leader_returns() -> Timeline:
+    """After the unclean election, the old leader comes back still holding its 5000 offsets
+    (ahead of the new leader), truncates to the new epoch's start (1000) and catches up --
+    the leader-epoch protocol at work: no divergence, no new loss."""
+    tl = unclean_election()
+    for leo in (5000, 5000, 1000, 1300, 1400):  # two samples ahead, then truncated, caught up
+        tl.advance(1_000)
+        tl.broker(1, alive=True)
+        tl.replica(2, leo=max(1300, leo if leo < 5000 else 1300), hw=1300)
+        tl.replica(1, leo=leo)
+    tl.meta(leader=2, epoch=6, replicas=[1, 2], isr=[2, 1], hw=1300)
+    return tl
+
+
 def under_min_isr_and_recovery() -> Timeline:
     """The ISR shrinks below min.insync.replicas (acks=all fails) and recovers."""
     tl = Timeline(topic="minisr")
@@ -328,6 +342,15 @@ SCENARIOS: list[Scenario] = [
             ("committed_data_loss", "clean_election", False),
             ("unclean_election", "isr_before", [1]),
         ],
+    ),
+    Scenario(
+        "old_leader_returns",
+        "The old leader returns ahead of the new one and truncates to the epoch start within "
+        "seconds: the loss is reported once, and neither divergence nor a second truncation.",
+        old_leader_returns,
+        expect=["committed_data_loss:event", "isr_expand:event"],
+        forbid=["log_divergence", "truncation_below_hw", "hw_regression"],
+        details=[("committed_data_loss", "lost_count", 4000)],
     ),
     Scenario(
         "under_min_isr_and_recovery",

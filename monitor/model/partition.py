@@ -401,8 +401,11 @@ def _on_truncation(
     s: PartitionState, broker: int, rs: ReplicaState, leo: int, t: int, emit: Emitter
 ) -> None:
     committed = s.max_hw
+    # Truncating down to the new epoch's start is the leader-epoch protocol at work: what it
+    # removes is the old epoch's divergent suffix (already counted when it was lost).
+    floor = committed if rs.must_truncate_to < 0 else min(committed, rs.must_truncate_to)
     seen = (s.leader_epoch, rs.leo, leo)
-    if committed >= 0 and leo < committed and rs.last_truncation != seen:
+    if committed >= 0 and leo < floor and rs.last_truncation != seen:
         rs.last_truncation = seen
         emit.event(
             K.TRUNCATION_BELOW_HW,
@@ -430,6 +433,8 @@ def _on_leader_sample(s: PartitionState, leo: int, t: int, ctx: Context, emit: E
             # A follower sampled (under this leadership) no later than this leader sample,
             # yet holding more than the leader: impossible unless their logs differ.
             if s.epoch_started_at <= rs.observed_at <= t and rs.leo > leo:
+                if rs.ahead_samples == 0:
+                    rs.ahead_since = t
                 rs.ahead_samples += 1
     _measure_hw(s, t)
 
@@ -448,7 +453,10 @@ def _measure_follower(s: PartitionState, rs: ReplicaState, now: int, ctx: Contex
         behind_since = max(behind_since, rs.caught_up_at)
         rs.lag_ms = max(0, now - behind_since)
     if rs.leo <= leader_leo:
-        rs.ahead_samples = 0  # "ahead" evidence is counted when a later leader sample arrives
+        rs.ahead_samples, rs.ahead_since = (
+            0,
+            -1,
+        )  # "ahead" evidence is counted when a later leader sample arrives
 
 
 # --- high watermark --------------------------------------------------------------------------
@@ -574,13 +582,17 @@ def _replica_conditions(
         },
         broker=b,
     )
+    # A replica known to hold more than the new epoch's start (an old leader coming back)
+    # is ahead until it truncates -- a few seconds under the leader-epoch protocol. Only if
+    # it stays ahead for longer than Kafka lets a follower lag is that a divergence.
+    expected_to_truncate = cfg.epoch_truncation and rs.must_truncate_to >= 0
+    ahead = rs.ahead_samples >= 2 and (
+        not expected_to_truncate or t - rs.ahead_since > cfg.follower_lag_ms
+    )
     emit.condition(
         K.LOG_DIVERGENCE,
         follower
-        and (
-            rs.ahead_samples >= 2
-            or (not cfg.epoch_truncation and rs.must_truncate_to >= 0 and b in s.isr)
-        ),
+        and (ahead or (not cfg.epoch_truncation and rs.must_truncate_to >= 0 and b in s.isr)),
         t,
         lambda: {
             "leader": s.leader,

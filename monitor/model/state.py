@@ -54,8 +54,9 @@ class ReplicaState:
     lag_ms: int = 0
     #: A lower LEO waiting for a second sample before it is believed (truncation check).
     suspect_leo: int = -1
-    #: Consecutive samples in which this follower was ahead of the leader.
+    #: Consecutive samples in which this follower was ahead of the leader, since when.
     ahead_samples: int = 0
+    ahead_since: int = -1
     #: Offset this replica must truncate to after an election (epoch start), or -1.
     must_truncate_to: int = -1
     #: (epoch, LEO before, LEO after) of the last truncation reported, so that a stale
