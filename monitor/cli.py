@@ -20,6 +20,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "monitor.collector.cli",
     "monitor.commands.runbook",
     "monitor.demo",
+    "streaming.cli",
     "monitor.lab.cli",
 )
 
