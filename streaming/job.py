@@ -30,9 +30,10 @@ from streaming import schema
 from streaming.config import StreamingConfig
 from streaming.operator import (
     DEAD_BUCKET,
-    INT_COLUMNS,
-    NULL_INT,
+    NULL_LIST,
     OUTPUT_DDL,
+    PAYLOAD_FIELDS,
+    SEP,
     OperatorSettings,
     make_processor,
 )
@@ -154,21 +155,32 @@ def build_operator_input(source: Any, buckets: int) -> Any:
         F.explode(bucket_list).alias("bucket"),
         F.when(is_global, owner_bucket).alias("_owner_bucket"),
     )
-    event_cols = []
-    for f in schema.EVENT_STRUCT.fields:
-        col = F.when(ok, F.col(f.name))
-        if f.name in INT_COLUMNS:
-            col = F.coalesce(col.cast("long"), F.lit(NULL_INT).cast("long"))
-        event_cols.append(col.alias(f.name))
+    owner = ok & (~is_global | (F.col("bucket") == F.col("_owner_bucket")))
+    head = [
+        F.col("_src_partition").cast("string"),
+        F.col("_src_offset").cast("string"),
+        F.when(owner, "t").otherwise("f"),
+    ]
+    types = {f.name: f.dataType.simpleString() for f in schema.EVENT_STRUCT.fields}
+    fields = []
+    for name in PAYLOAD_FIELDS:
+        col, t = F.col(name), types[name]
+        if t.startswith("array"):
+            text = F.array_join(col, ",")
+            text = F.when(col.isNull(), F.lit(NULL_LIST)).otherwise(text)
+        elif t == "boolean":
+            text = F.when(col, "t").when(~col, "f")
+        else:
+            text = col.cast("string")
+        fields.append(F.coalesce(text, F.lit("")))
+    sep = SEP
+    payload = F.when(ok, F.concat_ws(sep, *head, *fields)).otherwise(
+        F.concat_ws(sep, *head, F.col("_src_topic"), F.col("reason"))
+    )
     return exploded.select(
         F.col("bucket").cast("int").alias("bucket"),
-        *event_cols,
-        (ok & (~is_global | (F.col("bucket") == F.col("_owner_bucket")))).alias("owner"),
+        payload.alias("payload"),
         F.when(~ok, F.col("value")).alias("value"),
-        F.col("reason"),
-        F.when(~ok, F.col("_src_topic")).alias("src_topic"),
-        F.col("_src_partition").alias("src_partition"),
-        F.col("_src_offset").alias("src_offset"),
     )
 
 

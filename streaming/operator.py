@@ -73,33 +73,46 @@ KIND_ORDER: dict[str, int] = {"topic_config": 0, "broker": 1, "partition": 2, "r
 #: Bucket of records that failed validation (they are forwarded as dead letters).
 DEAD_BUCKET = -1
 
-#: Sentinel for "null" in integer columns handed to Python: pandas turns an integer column
-#: with nulls into float64, which cannot hold offsets above 2**53 exactly. Every nullable
-#: integer of the contract is >= 0, so -1 is never a real value.
-NULL_INT = -1
-
-#: Integer columns of the operator's input (null -> NULL_INT on the JVM side).
-INT_COLUMNS: tuple[str, ...] = (
+#: The operator's input is three columns: ``bucket``, ``payload`` (one string per event,
+#: built on the JVM) and ``value`` (the original bytes, dead letters only). Why one packed
+#: string: pyspark 4.3's transformWithStateInPandas regroups its input row by row
+#: (``itertuples`` + ``pd.DataFrame(rows)``), a cost proportional to rows x columns — with the
+#: event's ~30 columns that was ~70 us per event, five times the model itself.
+#:
+#: Payload layout, fields joined by U+001F: the source coordinates and owner flag first
+#: (so that the rest identifies the event: equal rests are exact duplicates), ``cluster``
+#: last (the one free-text field: split with a maximum, it may contain anything).
+SEP = "\x1f"
+PAYLOAD_HEAD: tuple[str, ...] = ("src_partition", "src_offset", "owner")
+PAYLOAD_FIELDS: tuple[str, ...] = (
+    "kind",
     "observed_at",
+    "topic",
     "partition",
+    "broker",
     "leader",
     "leader_epoch",
     "high_watermark",
     "log_start_offset",
-    "broker",
     "log_end_offset",
     "fetch_lag",
+    "replicas",
+    "isr",
+    "offline_replicas",
+    "eligible_leader_replicas",
     "replication_factor",
     "min_insync_replicas",
+    "unclean_leader_election_enable",
+    "alive",
     "unclean_elections_total",
     "isr_shrinks_total",
     "isr_expands_total",
     "under_replicated_partitions",
-    "src_partition",
-    "src_offset",
+    "active_controller",
+    "cluster",
 )
-LIST_COLUMNS: tuple[str, ...] = ("replicas", "isr", "offline_replicas", "eligible_leader_replicas")
-BOOL_COLUMNS: tuple[str, ...] = ("unclean_leader_election_enable", "alive", "active_controller")
+#: Written for a null list (an empty list is the empty string).
+NULL_LIST = "-"
 
 #: What the operator emits (one schema for every kind of output row).
 OUTPUT_DDL = (
@@ -181,117 +194,71 @@ def loads(blob: bytes) -> Bucket:
     return value
 
 
-# --- building model events from the operator's input columns ---------------------------------
+# --- building model events from the packed payloads ------------------------------------------
+
+_F = {name: i for i, name in enumerate(PAYLOAD_FIELDS)}
+_NREST = len(PAYLOAD_FIELDS)
 
 
-def _opt(v: int) -> int | None:
-    return None if v == NULL_INT else v
+def _oi(text: str) -> int | None:
+    return int(text) if text else None
 
 
-def _ints(a: Any) -> tuple[int, ...]:
-    return tuple(a.tolist()) if hasattr(a, "tolist") else tuple(a)
+def _li(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in text.split(",")) if text else ()
 
 
-def _opt_ints(a: Any) -> tuple[int, ...] | None:
-    return None if a is None else _ints(a)
+def _oli(text: str) -> tuple[int, ...] | None:
+    return None if text == NULL_LIST else _li(text)
 
 
-def _opt_bool(v: Any) -> bool | None:
-    return None if v is None or v != v else bool(v)
+def _ob(text: str) -> bool | None:
+    return None if not text else text == "t"
 
 
-def events_from_columns(cols: dict[str, list[Any]], order: list[int]) -> Iterator[Any]:
-    """Model events for rows ``order`` of column lists (the operator's input)."""
-    kind = cols["kind"]
-    cl, t, tp, pa = cols["cluster"], cols["observed_at"], cols["topic"], cols["partition"]
-    for i in order:
-        k = kind[i]
-        if k == "replica":
-            yield ReplicaReport(
-                cl[i],
-                t[i],
-                tp[i],
-                pa[i],
-                cols["broker"][i],
-                cols["log_end_offset"][i],
-                _opt(cols["log_start_offset"][i]),
-                _opt(cols["high_watermark"][i]),
-                _opt(cols["fetch_lag"][i]),
-            )
-        elif k == "partition":
-            yield PartitionMeta(
-                cl[i],
-                t[i],
-                tp[i],
-                pa[i],
-                _opt(cols["leader"][i]),
-                cols["leader_epoch"][i],
-                _ints(cols["replicas"][i]),
-                _ints(cols["isr"][i]),
-                _ints(cols["offline_replicas"][i]),
-                _opt_ints(cols["eligible_leader_replicas"][i]),
-                _opt(cols["high_watermark"][i]),
-                _opt(cols["log_start_offset"][i]),
-            )
-        elif k == "topic_config":
-            yield TopicConfigReport(
-                cl[i],
-                t[i],
-                tp[i],
-                cols["replication_factor"][i],
-                cols["min_insync_replicas"][i],
-                bool(cols["unclean_leader_election_enable"][i]),
-            )
-        else:
-            yield BrokerReport(
-                cl[i],
-                t[i],
-                cols["broker"][i],
-                bool(cols["alive"][i]),
-                _opt(cols["unclean_elections_total"][i]),
-                _opt(cols["isr_shrinks_total"][i]),
-                _opt(cols["isr_expands_total"][i]),
-                _opt(cols["under_replicated_partitions"][i]),
-                _opt_bool(cols["active_controller"][i]),
-            )
+def event_from_fields(f: list[str]) -> Any:
+    """The model event of a payload's fields (after the head)."""
+    k = f[0]
+    cluster = f[24]
+    if k == "replica":
+        return ReplicaReport(
+            cluster, int(f[1]), f[2], int(f[3]), int(f[4]), int(f[9]), _oi(f[8]), _oi(f[7]),
+            _oi(f[10]),
+        )  # fmt: skip
+    if k == "partition":
+        return PartitionMeta(
+            cluster, int(f[1]), f[2], int(f[3]), _oi(f[5]), int(f[6]), _li(f[11]), _li(f[12]),
+            _li(f[13]), _oli(f[14]), _oi(f[7]), _oi(f[8]),
+        )  # fmt: skip
+    if k == "topic_config":
+        return TopicConfigReport(cluster, int(f[1]), f[2], int(f[15]), int(f[16]), f[17] == "t")
+    return BrokerReport(
+        cluster, int(f[1]), int(f[4]), f[18] == "t", _oi(f[19]), _oi(f[20]), _oi(f[21]),
+        _oi(f[22]), _ob(f[23]),
+    )  # fmt: skip
 
 
-def _identity(cols: dict[str, list[Any]], i: int, names: list[str]) -> tuple[Any, ...]:
-    """Everything of row ``i`` but its Kafka coordinates (exact-duplicate detection)."""
-    out: list[Any] = []
-    for n in names:
-        v = cols[n][i]
-        if n in LIST_COLUMNS and v is not None:
-            v = _ints(v)
-        elif v != v:  # NaN: pandas' null in an all-null string column
-            v = None
-        out.append(v)
-    return tuple(out)
+def ordered_events(payloads: list[str]) -> tuple[list[Any], int, int]:
+    """Model events sorted by (observed_at, kind order, source order); exact duplicates out.
 
-
-def ordered_rows(cols: dict[str, list[Any]], n: int) -> tuple[list[int], int]:
-    """Row indices sorted by (observed_at, kind order, source order); exact duplicates out."""
-    t, kind = cols["observed_at"], cols["kind"]
-    sp, so = cols["src_partition"], cols["src_offset"]
-    order = sorted(range(n), key=lambda i: (t[i], KIND_ORDER[kind[i]], sp[i], so[i]))
-    names = [
-        c
-        for c in cols
-        if c not in ("src_partition", "src_offset", "src_topic", "owner", "value", "reason")
-    ]
-    seen: set[tuple[Any, ...]] = set()
-    kept: list[int] = []
-    prev_t = None
-    for i in order:
-        if t[i] != prev_t:
-            seen.clear()  # duplicates share observed_at: compare only within one instant
-            prev_t = t[i]
-        ident = _identity(cols, i, names)
-        if ident in seen:
+    Returns (events, duplicates dropped, events this bucket owns for counting).
+    """
+    seen: set[str] = set()
+    keyed: list[tuple[int, int, int, int, list[str]]] = []
+    dups = owned = 0
+    rank = KIND_ORDER
+    for p in payloads:
+        sp, so, owner, rest = p.split(SEP, 3)
+        if owner == "t":
+            owned += 1
+        if rest in seen:
+            dups += 1
             continue
-        seen.add(ident)
-        kept.append(i)
-    return kept, n - len(kept)
+        seen.add(rest)
+        f = rest.split(SEP, _NREST - 1)
+        keyed.append((int(f[1]), rank[f[0]], int(sp), int(so), f))
+    keyed.sort(key=lambda x: x[:4])
+    return [event_from_fields(x[4]) for x in keyed], dups, owned
 
 
 # --- the state rows (what the runbook CLI and exporter read) -------------------------------------
@@ -346,6 +313,33 @@ def state_row(ps: PartitionState) -> dict[str, Any]:
 
 
 # --- the processor ---------------------------------------------------------------------------
+
+
+class _Profile:
+    """Where a bucket's time goes (``MONITOR_STREAMING_PROFILE=<file>`` appends a line)."""
+
+    def __init__(self, bucket: int) -> None:
+        import os
+        import time
+
+        self.path = os.environ.get("MONITOR_STREAMING_PROFILE")
+        self.clock = time.perf_counter
+        self.bucket = bucket
+        self.last = self.clock()
+        self.parts: dict[str, float] = {}
+
+    def mark(self, name: str) -> None:
+        if self.path:
+            now = self.clock()
+            self.parts[name] = self.parts.get(name, 0.0) + now - self.last
+            self.last = now
+
+    def done(self, events: int) -> None:
+        if self.path:
+            parts = " ".join(f"{k}={v * 1000:.0f}" for k, v in self.parts.items())
+            with open(self.path, "a") as fh:
+                fh.write(f"bucket={self.bucket} events={events} {parts}\n")
+
 
 
 #: Worker-process cache: bucket -> (token, Bucket). See the module docstring.
@@ -452,41 +446,40 @@ def make_processor(settings: OperatorSettings) -> Any:
             out = Outputs()
             if bucket == DEAD_BUCKET:
                 for pdf in rows:
-                    for v, r, st, sp, so in zip(
-                        pdf["value"].tolist(),
-                        pdf["reason"].tolist(),
-                        pdf["src_topic"].tolist(),
-                        pdf["src_partition"].tolist(),
-                        pdf["src_offset"].tolist(),
-                        strict=True,
-                    ):
+                    # payload: src_partition, src_offset, owner, source topic, reason
+                    for v, p in zip(pdf["value"].tolist(), pdf["payload"].tolist(), strict=True):
+                        sp, so, _, st, r = p.split(SEP, 4)
                         out.add(
                             out="dead",
                             key=f"{st}/{sp}/{so}",
                             value=_bytes(v),
                             reason=r,
                             src_topic=st,
-                            src_partition=sp,
-                            src_offset=so,
+                            src_partition=int(sp),
+                            src_offset=int(so),
                             bucket=bucket,
                         )
                 yield out.frame()
                 return
             now = int(timerValues.getCurrentProcessingTimeInMs())
+            prof = _Profile(bucket)
             state = self._load(bucket)
+            prof.mark("load")
             model = state.model
             n_events = n_dup = n_owned = 0
             touched: dict[tuple[str, str, int], PartitionState] = {}
             findings: list[Finding] = []
             max_obs = state.input_max_observed if state.input_batch_ts == now else -1
             for pdf in rows:
-                cols = {c: pdf[c].tolist() for c in pdf.columns}
-                n = len(cols["kind"])
-                order, dups = ordered_rows(cols, n)
+                prof.mark("arrow")
+                payloads = pdf["payload"].tolist()
+                prof.mark("tolist")
+                events, dups, owned = ordered_events(payloads)
+                prof.mark("order")
                 n_dup += dups
-                n_events += n
-                n_owned += sum(1 for o in cols["owner"] if o)
-                for ev in events_from_columns(cols, order):
+                n_events += len(payloads)
+                n_owned += owned
+                for ev in events:
                     found = model.apply(ev)
                     if found:
                         findings.extend(found)
@@ -501,14 +494,17 @@ def make_processor(settings: OperatorSettings) -> Any:
                     k = (f.cluster, f.topic, f.partition)
                     if k not in touched and k in model.partitions:
                         touched[k] = model.partitions[k]
+            prof.mark("apply")
             state.input_batch_ts, state.input_max_observed = now, max_obs
             state.events += n_events
             state.duplicates += n_dup
             self._ensure_timer(state, now)
             size = self._save(bucket, state)
+            prof.mark("save")
             out.findings(bucket, findings)
             if settings.emit_state:
                 out.states(bucket, list(touched.values()))
+            prof.mark("outputs")
             out.add(
                 out="stats",
                 bucket=bucket,
@@ -518,7 +514,10 @@ def make_processor(settings: OperatorSettings) -> Any:
                 n_partitions=len(model.partitions),
                 state_bytes=size,
             )
-            yield out.frame()
+            frame = out.frame()
+            prof.mark("frame")
+            prof.done(n_events)
+            yield frame
 
         # -- time ----------------------------------------------------------------------
         def handleExpiredTimer(

@@ -32,11 +32,11 @@ import uuid  # noqa: E402
 
 @pytest.fixture(scope="session")
 def kafka_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """A 3-broker KRaft lab on base port 31092 (env MONITOR_STREAMING_TEST_LAB_PORT)."""
+    """A 3-broker KRaft lab on base port 31092 (env MONITOR_TEST_STREAMING_LAB_PORT)."""
     from monitor.lab.cluster import Lab
     from monitor.lab.config import LabConfig
 
-    port = int(os.environ.get("MONITOR_STREAMING_TEST_LAB_PORT", "31092"))
+    port = int(os.environ.get("MONITOR_TEST_STREAMING_LAB_PORT", "31092"))
     lab = Lab(LabConfig(dir=tmp_path_factory.mktemp("streaming-lab"), base_port=port))
     try:
         lab.up()

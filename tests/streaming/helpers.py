@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,11 @@ def write_batches(folder: Path, batches: Sequence[Sequence[bytes]], topic: str =
             }
         )
         offset += n
-        pq.write_table(table, folder / f"batch-{i:05d}.parquet")
+        path = folder / f"batch-{i:05d}.parquet"
+        pq.write_table(table, path)
+        # The file source takes files in modification-time order: make it the batch order
+        # (files written within one clock tick would otherwise come in any order).
+        os.utime(path, (1_700_000_000 + i, 1_700_000_000 + i))
 
 
 def split(records: Sequence[bytes], parts: int) -> list[list[bytes]]:

@@ -1,0 +1,340 @@
+"""Benchmark of the streaming job: events/s, batch latency, state size, memory.
+
+Modes (``--mode``):
+
+* ``stateful`` — the stateful stage alone: events pre-validated and bucketed once (not
+  timed), stored as Parquet, one file per micro-batch, streamed into the operator; the sink
+  only counts.
+* ``pipeline`` — the whole job minus Kafka: raw JSON records (Kafka-shaped Parquet files)
+  -> derived validation -> bucketing/fan-out -> operator -> the real foreachBatch sinks
+  (Parquet store, findings collected; Kafka writes off).
+* ``kafka`` — the whole job: events produced to a Kafka topic first (not timed), then read
+  with the Kafka source, findings and dead letters written back to Kafka. Needs
+  ``--bootstrap`` or ``--lab`` (starts a lab on ``--lab-port`` and stops it after).
+
+Events come from ``monitor.synth.generate`` (RF 3, one topic per 100 partitions). The first
+batch (JIT warm-up, Python workers start, state creation) is reported separately; events/s
+is over the following batches.
+
+::
+
+    python -m bench.spark_bench --partitions 100000 --rounds 6 --mode stateful
+    python -m bench.spark_bench --partitions 100000 --rounds 6 --mode kafka --lab
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+
+def _rss_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for p in Path("/proc").iterdir():
+        if not p.name.isdigit():
+            continue
+        try:
+            stat = (p / "stat").read_text()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+            out.append(int(p.name))
+    return out
+
+
+class MemorySampler(threading.Thread):
+    """Peak RSS of the driver JVM and of the Python workers (executors' Python side)."""
+
+    def __init__(self, jvm_pid: int) -> None:
+        super().__init__(daemon=True)
+        self.jvm_pid = jvm_pid
+        self.peak_driver = 0.0
+        self.peak_workers = 0.0
+        self.peak_python_driver = 0.0
+        self.running = True
+
+    def run(self) -> None:
+        while self.running:
+            self.peak_driver = max(self.peak_driver, _rss_mb(self.jvm_pid))
+            self.peak_python_driver = max(self.peak_python_driver, _rss_mb(os.getpid()))
+            workers = 0.0
+            for daemon in _children(self.jvm_pid):
+                workers += _rss_mb(daemon)
+                for w in _children(daemon):
+                    workers += _rss_mb(w)
+            self.peak_workers = max(self.peak_workers, workers)
+            time.sleep(0.5)
+
+
+def _events(partitions: int, rounds: int, seed: int) -> list[bytes]:
+    from monitor.synth import generate
+
+    return [
+        json.dumps(e, separators=(",", ":")).encode()
+        for e in generate(partitions, rounds, fault_rate=0.001, seed=seed)
+    ]
+
+
+def _write_raw(folder: Path, events: list[bytes], per_batch: int) -> int:
+    folder.mkdir(parents=True)
+    files = 0
+    for start in range(0, len(events), per_batch):
+        chunk = events[start : start + per_batch]
+        n = len(chunk)
+        pq.write_table(
+            pa.table(
+                {
+                    "value": pa.array(chunk, pa.binary()),
+                    "topic": pa.array(["events"] * n, pa.string()),
+                    "partition": pa.array([0] * n, pa.int32()),
+                    "offset": pa.array(range(start, start + n), pa.int64()),
+                }
+            ),
+            folder / f"batch-{files:05d}.parquet",
+        )
+        # The file source orders files by modification time: make it the batch order.
+        os.utime(folder / f"batch-{files:05d}.parquet", (1_700_000_000 + files,) * 2)
+        files += 1
+    return files
+
+
+def _pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    s = sorted(values)
+    return s[min(len(s) - 1, int(round(q * (len(s) - 1))))]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.spark_bench", description=__doc__)
+    ap.add_argument("--partitions", type=int, default=100_000)
+    ap.add_argument("--rounds", type=int, default=6, help="collection rounds (4 events each)")
+    ap.add_argument("--batch-events", type=int, default=300_000, help="events per micro-batch")
+    ap.add_argument("--buckets", type=int, default=16)
+    ap.add_argument("--mode", choices=("stateful", "pipeline", "kafka"), default="stateful")
+    ap.add_argument("--trigger-seconds", type=float, default=0.0)
+    ap.add_argument("--shuffle-partitions", type=int, default=2)
+    ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--bootstrap", help="Kafka bootstrap servers (mode kafka)")
+    ap.add_argument("--lab", action="store_true", help="start a lab Kafka for mode kafka")
+    ap.add_argument("--lab-port", type=int, default=33092)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--keep", action="store_true", help="keep the work folder")
+    args = ap.parse_args(argv)
+
+    from streaming.config import StreamingConfig
+    from streaming.job import (
+        JobCounters,
+        RunningJob,
+        build_operator_input,
+        parquet_source,
+        start,
+    )
+    from streaming.session import build_session, kafka_jars
+
+    work = Path(tempfile.mkdtemp(prefix="spark-bench-"))
+    lab = None
+    t0 = time.monotonic()
+    events = _events(args.partitions, args.rounds, args.seed)
+    gen_s = time.monotonic() - t0
+    n_events = len(events)
+    print(
+        f"generated {n_events} events ({args.partitions} partitions x {args.rounds} rounds, "
+        f"RF 3) in {gen_s:.1f}s",
+        flush=True,
+    )
+    jars = kafka_jars() if args.mode == "kafka" else []
+    spark = build_session(
+        master=args.master, shuffle_partitions=args.shuffle_partitions, jars=jars
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    jvm_pid = int(spark.sparkContext._jvm.ProcessHandle.current().pid())  # type: ignore[union-attr]
+    cfg = StreamingConfig(
+        checkpoint=str(work / "checkpoint"),
+        store=str(work / "store"),
+        buckets=args.buckets,
+        trigger_seconds=args.trigger_seconds,
+        tick_ms=3_600_000,
+        shuffle_partitions=args.shuffle_partitions,
+        jars=[],
+        max_offsets_per_trigger=args.batch_events,
+    )
+    try:
+        raw = work / "raw"
+        files = _write_raw(raw, events, args.batch_events)
+        del events
+        if args.mode == "stateful":
+            # Pre-validate and bucket once (untimed): the stream starts at the operator.
+            pre = work / "pre"
+            static = spark.read.parquet(str(raw))
+            build_operator_input(static, args.buckets).write.parquet(str(pre))
+            schema = spark.read.parquet(str(pre)).schema
+            # One file per batch: re-split by the raw file order is not kept by the write;
+            # stream the pre-bucketed rows with maxFilesPerTrigger=1 over re-chunked files.
+            rechunk = work / "pre_chunks"
+            from pyspark.sql import functions as F
+
+            from streaming.operator import SEP
+
+            seq = F.split(F.col("payload"), SEP).getItem(1).cast("long")
+            rows = spark.read.parquet(str(pre)).withColumn("_seq", seq)
+            rows.repartitionByRange(files, "_seq").sortWithinPartitions("_seq").drop(
+                "_seq"
+            ).write.parquet(str(rechunk))
+            for i, part in enumerate(sorted(rechunk.glob("part-*.parquet"))):
+                os.utime(part, (1_700_000_000 + i,) * 2)  # stream them in range order
+            src = (
+                spark.readStream.schema(schema)
+                .option("maxFilesPerTrigger", 1)
+                .parquet(str(rechunk))
+            )
+            from streaming.operator import OUTPUT_DDL, OperatorSettings, make_processor
+
+            settings = OperatorSettings(
+                buckets=args.buckets,
+                tick_ms=3_600_000,
+                catchup_slack_ms=10_000,
+                model=cfg.model.to_model_config(),
+                cache_scope=str(work),
+            )
+            out = src.groupBy("bucket").transformWithStateInPandas(
+                statefulProcessor=make_processor(settings),
+                outputStructType=OUTPUT_DDL,
+                outputMode="Append",
+                timeMode="ProcessingTime",
+            )
+            counters: dict[str, Any] = {"batches": [], "state_bytes": 0, "partitions": 0}
+
+            def count(batch: Any, batch_id: int) -> None:
+                from pyspark.sql import functions as F
+
+                started = time.monotonic()
+                batch = batch.persist()  # one run of the operator for both actions
+                stats = batch.filter(F.col("out") == "stats").collect()
+                n_state = batch.filter(F.col("out") == "state").count()
+                accepted = sum(int(r.n_events or 0) for r in stats)
+                if stats:
+                    counters["state_bytes"] = sum(int(r.state_bytes or 0) for r in stats)
+                    counters["partitions"] = sum(int(r.n_partitions or 0) for r in stats)
+                batch.unpersist()
+                counters["batches"].append((batch_id, accepted, n_state, time.monotonic() - started))
+
+            query = (
+                out.writeStream.foreachBatch(count)
+                .option("checkpointLocation", str(work / "checkpoint"))
+                .trigger(processingTime=f"{int(args.trigger_seconds * 1000)} milliseconds")
+                .start()
+            )
+            job: Any = RunningJob(query, JobCounters(), None)  # type: ignore[arg-type]
+        elif args.mode == "pipeline":
+            job = start(spark, cfg, source=parquet_source(spark, str(raw)), write_kafka=False)
+        else:
+            from monitor.lab.admin import create_topic
+            from tests.streaming.kafka_io import produce_events
+
+            bootstrap = args.bootstrap
+            if args.lab:
+                from monitor.lab.cluster import Lab
+                from monitor.lab.config import LabConfig
+
+                lab = Lab(LabConfig(dir=work / "lab", base_port=args.lab_port, heap="1g"))
+                lab.up()
+                bootstrap = lab.bootstrap_servers
+            assert bootstrap, "mode kafka needs --bootstrap or --lab"
+            tag = str(int(time.time()))
+            topics = {r: f"bench-{r}-{tag}" for r in ("events", "findings", "deadletter")}
+            for role, name in topics.items():
+                create_topic(bootstrap, name, partitions=6 if role == "events" else 1)
+            t = time.monotonic()
+            produce_events(
+                bootstrap,
+                topics["events"],
+                (r for f in sorted(raw.iterdir()) for r in pq.read_table(f)["value"].to_pylist()),
+            )
+            print(f"produced {n_events} events to Kafka in {time.monotonic() - t:.1f}s", flush=True)
+            cfg = cfg.model_copy(
+                update={
+                    "bootstrap": bootstrap,
+                    "events_topic": topics["events"],
+                    "findings_topic": topics["findings"],
+                    "deadletter_topic": topics["deadletter"],
+                }
+            )
+            job = start(spark, cfg)
+
+        sampler = MemorySampler(jvm_pid)
+        sampler.start()
+        job.drain(timeout_s=7200, poll_s=0.2)
+        job.query.stop()
+        sampler.running = False
+        progress = [p for p in job.query.recentProgress if p["numInputRows"] > 0]
+        durations = [p["durationMs"]["triggerExecution"] / 1000 for p in progress]
+        rows = [p["numInputRows"] for p in progress]
+        steady_rows, steady_s = sum(rows[1:]), sum(durations[1:])
+        if args.mode == "stateful":
+            counters_ = counters
+            state_bytes, partitions = counters_["state_bytes"], counters_["partitions"]
+        else:
+            state_bytes, partitions = job.counters.state_bytes, job.counters.partitions
+        ck = sum(f.stat().st_size for f in (work / "checkpoint").rglob("*") if f.is_file())
+        print(f"mode {args.mode}: {n_events} events, {len(progress)} batches, "
+              f"{args.buckets} buckets, master {args.master}")
+        if durations:
+            print(f"  first batch: {rows[0]} rows in {durations[0]:.1f}s (warm-up)")
+        if steady_s:
+            print(f"  sustained: {steady_rows / steady_s:,.0f} events/s over {len(rows) - 1} batches")
+        print(
+            f"  batch latency: p50 {_pct(durations[1:], 0.5):.2f}s  p99 {_pct(durations[1:], 0.99):.2f}s"
+            f"  max {max(durations[1:], default=float('nan')):.2f}s"
+        )
+        if partitions:
+            print(
+                f"  state: {state_bytes / partitions:.0f} B/partition pickled "
+                f"({state_bytes / 1e6:.1f} MB, {partitions} partitions); checkpoint dir "
+                f"{ck / 1e6:.1f} MB"
+            )
+        print(
+            f"  memory (peak RSS): driver JVM {sampler.peak_driver:.0f} MB, Python workers "
+            f"{sampler.peak_workers:.0f} MB, Python driver {sampler.peak_python_driver:.0f} MB"
+        )
+        if progress:
+            print(f"  last batch durationMs: {progress[-1]['durationMs']}")
+            ops = progress[-1].get("stateOperators") or []
+            if ops:
+                print(f"  state operator: { {k: v for k, v in ops[0].items() if k != 'customMetrics'} }")
+                print(f"  state custom metrics: {ops[0].get('customMetrics')}")
+        if durations[1:]:
+            print(f"  batch durations: {', '.join(f'{d:.1f}' for d in durations)}")
+            print(f"  mean batch {statistics.mean(durations[1:]):.2f}s")
+    finally:
+        spark.stop()
+        if lab is not None:
+            lab.down()
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
