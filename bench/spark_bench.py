@@ -123,7 +123,7 @@ def _pct(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
     s = sorted(values)
-    return s[min(len(s) - 1, int(round(q * (len(s) - 1))))]
+    return s[min(len(s) - 1, round(q * (len(s) - 1)))]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -165,9 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         flush=True,
     )
     jars = kafka_jars() if args.mode == "kafka" else []
-    spark = build_session(
-        master=args.master, shuffle_partitions=args.shuffle_partitions, jars=jars
-    )
+    spark = build_session(master=args.master, shuffle_partitions=args.shuffle_partitions, jars=jars)
     spark.sparkContext.setLogLevel("ERROR")
     jvm_pid = int(spark.sparkContext._jvm.ProcessHandle.current().pid())  # type: ignore[union-attr]
     cfg = StreamingConfig(
@@ -238,7 +236,9 @@ def main(argv: list[str] | None = None) -> int:
                     counters["state_bytes"] = sum(int(r.state_bytes or 0) for r in stats)
                     counters["partitions"] = sum(int(r.n_partitions or 0) for r in stats)
                 batch.unpersist()
-                counters["batches"].append((batch_id, accepted, n_state, time.monotonic() - started))
+                counters["batches"].append(
+                    (batch_id, accepted, n_state, time.monotonic() - started)
+                )
 
             query = (
                 out.writeStream.foreachBatch(count)
@@ -298,14 +298,19 @@ def main(argv: list[str] | None = None) -> int:
         else:
             state_bytes, partitions = job.counters.state_bytes, job.counters.partitions
         ck = sum(f.stat().st_size for f in (work / "checkpoint").rglob("*") if f.is_file())
-        print(f"mode {args.mode}: {n_events} events, {len(progress)} batches, "
-              f"{args.buckets} buckets, master {args.master}")
+        print(
+            f"mode {args.mode}: {n_events} events, {len(progress)} batches, "
+            f"{args.buckets} buckets, master {args.master}"
+        )
         if durations:
             print(f"  first batch: {rows[0]} rows in {durations[0]:.1f}s (warm-up)")
         if steady_s:
-            print(f"  sustained: {steady_rows / steady_s:,.0f} events/s over {len(rows) - 1} batches")
+            print(
+                f"  sustained: {steady_rows / steady_s:,.0f} events/s over {len(rows) - 1} batches"
+            )
         print(
-            f"  batch latency: p50 {_pct(durations[1:], 0.5):.2f}s  p99 {_pct(durations[1:], 0.99):.2f}s"
+            f"  batch latency: p50 {_pct(durations[1:], 0.5):.2f}s  "
+            f"p99 {_pct(durations[1:], 0.99):.2f}s"
             f"  max {max(durations[1:], default=float('nan')):.2f}s"
         )
         if partitions:
@@ -322,7 +327,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  last batch durationMs: {progress[-1]['durationMs']}")
             ops = progress[-1].get("stateOperators") or []
             if ops:
-                print(f"  state operator: { {k: v for k, v in ops[0].items() if k != 'customMetrics'} }")
+                print(
+                    "  state operator:",
+                    {k: v for k, v in ops[0].items() if k != "customMetrics"},
+                )
                 print(f"  state custom metrics: {ops[0].get('customMetrics')}")
         if durations[1:]:
             print(f"  batch durations: {', '.join(f'{d:.1f}' for d in durations)}")

@@ -288,7 +288,9 @@ class Sinks:
         from pyspark.sql import functions as F
 
         def header(name: str, col: Any) -> Any:
-            return F.struct(F.lit(name).alias("key"), col.cast("string").cast("binary").alias("value"))
+            return F.struct(
+                F.lit(name).alias("key"), col.cast("string").cast("binary").alias("value")
+            )
 
         return dead.select(
             F.col("key").cast("binary").alias("key"),
@@ -397,7 +399,7 @@ def _caught_up(src: dict[str, Any]) -> bool:
     latest, end = src.get("latestOffset"), src.get("endOffset")
     if latest is None or latest == "null":  # sources without admission control (files)
         return True
-    return _offsets(latest) == _offsets(end)
+    return bool(_offsets(latest) == _offsets(end))
 
 
 def _offsets(value: Any) -> Any:

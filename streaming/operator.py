@@ -341,7 +341,6 @@ class _Profile:
                 fh.write(f"bucket={self.bucket} events={events} {parts}\n")
 
 
-
 #: Worker-process cache: bucket -> (token, Bucket). See the module docstring.
 _CACHE: dict[tuple[str, int], tuple[str, Bucket]] = {}
 
@@ -394,7 +393,7 @@ class Outputs:
         return len(self.cols["out"])
 
     def frame(self) -> Any:
-        import pandas as pd
+        import pandas as pd  # type: ignore[import-untyped]
 
         return pd.DataFrame(self.cols, columns=list(self.COLUMNS))
 
@@ -405,9 +404,9 @@ def _bytes(v: Any) -> bytes:
 
 def make_processor(settings: OperatorSettings) -> Any:
     """The ``StatefulProcessor`` for ``transformWithStateInPandas`` (built lazily: pyspark)."""
-    from pyspark.sql.streaming import StatefulProcessor
+    from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
-    class BucketProcessor(StatefulProcessor):  # type: ignore[misc]
+    class BucketProcessor(StatefulProcessor):
         def init(self, handle: Any) -> None:
             self.handle = handle
             self.blob = handle.getValueState("model", "blob binary")

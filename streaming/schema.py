@@ -173,7 +173,9 @@ def _field_rule(name: str, info: FieldInfo) -> FieldRule:
             nullable,
             default,
         )
-    return FieldRule(name, _scalar(annotation, info.metadata), False, None, required, nullable, default)
+    return FieldRule(
+        name, _scalar(annotation, info.metadata), False, None, required, nullable, default
+    )
 
 
 def _event_models() -> dict[str, type[BaseModel]]:
@@ -221,7 +223,7 @@ EVENT_STRUCT = StructType(
 
 def _literal_accepts(s: Scalar) -> dict[str, bool]:
     """Which JSON spellings pydantic accepts for a literal: asked, not assumed."""
-    literal: Any = Literal[s.literals]  # type: ignore[valid-type]
+    literal: Any = Literal[s.literals]
     adapter: TypeAdapter[Any] = TypeAdapter(literal, config={"strict": True})
 
     def ok(text: str) -> bool:
@@ -269,7 +271,9 @@ def _scalar_error(s: Scalar, x: str, t: str) -> str:
         parts = [f"WHEN {t} <> 'BIGINT' THEN 'Input should be a valid integer'"]
         v = f"variant_get({x}, '$', 'bigint')"
         if s.ge is not None:
-            parts.append(f"WHEN {v} < {s.ge} THEN 'Input should be greater than or equal to {s.ge}'")
+            parts.append(
+                f"WHEN {v} < {s.ge} THEN 'Input should be greater than or equal to {s.ge}'"
+            )
         if s.le is not None and s.le < 2**63 - 1:
             parts.append(f"WHEN {v} > {s.le} THEN 'Input should be less than or equal to {s.le}'")
         return "CASE " + " ".join(parts) + " END"
@@ -290,7 +294,9 @@ def _scalar_error(s: Scalar, x: str, t: str) -> str:
             )
         if s.pattern is not None:
             msg = f"String should match pattern '{s.pattern}'"
-            parts.append(f"WHEN NOT ({v} RLIKE {_sql_str(java_pattern(s.pattern))}) THEN {_sql_str(msg)}")
+            parts.append(
+                f"WHEN NOT ({v} RLIKE {_sql_str(java_pattern(s.pattern))}) THEN {_sql_str(msg)}"
+            )
         return "CASE " + " ".join(parts) + " END"
     # literal
     acc = _literal_accepts(s)
@@ -298,7 +304,8 @@ def _scalar_error(s: Scalar, x: str, t: str) -> str:
     ints = [x for x in s.literals if isinstance(x, int) and not isinstance(x, bool)]
     ok: list[str] = []
     if strs:
-        ok.append(f"({t} = 'STRING' AND variant_get({x}, '$', 'string') IN ({', '.join(_sql_str(v) for v in strs)}))")
+        in_list = ", ".join(_sql_str(v) for v in strs)
+        ok.append(f"({t} = 'STRING' AND variant_get({x}, '$', 'string') IN ({in_list}))")
     if ints:
         in_list = ", ".join(str(v) for v in ints)
         ok.append(f"({t} = 'BIGINT' AND variant_get({x}, '$', 'bigint') IN ({in_list}))")
@@ -418,7 +425,7 @@ def _kind_reason_sql(kind: str) -> str:
 
 # JSON tokens jiter accepts and Jackson refuses, when outside a string: replaced by {}.
 _NONFINITE = (
-    r'(?<=[\[:,\s])(-?Infinity|NaN)(?=[\s,\]}])'
+    r"(?<=[\[:,\s])(-?Infinity|NaN)(?=[\s,\]}])"
     r'(?=(?:[^"\\]|\\.)*+(?:"(?:[^"\\]|\\.)*+"(?:[^"\\]|\\.)*+)*+$)'
 )
 _STRING_LITERAL = r'"(?:[^"\\]|\\.)*+"'
@@ -436,10 +443,7 @@ def _text_sql(raw: str) -> str:
 
 def _strip_strings_sql(text: str) -> str:
     """SQL: the text with every string literal replaced by ``0`` and whitespace removed."""
-    return (
-        f"regexp_replace(regexp_replace({text}, {_sql_str(_STRING_LITERAL)}, '0'), "
-        f"'\\\\s', '')"
-    )
+    return f"regexp_replace(regexp_replace({text}, {_sql_str(_STRING_LITERAL)}, '0'), '\\\\s', '')"
 
 
 def _too_deep_sql(text: str) -> str:
@@ -633,9 +637,7 @@ def _fast_precheck_sql(raw: str) -> str:
 
 
 def fast_ok_sql(raw: str = "value") -> str:
-    per_kind = " ".join(
-        f"WHEN `v_kind` = {_sql_str(k)} THEN {_fast_kind_ok_sql(k)}" for k in KINDS
-    )
+    per_kind = " ".join(f"WHEN `v_kind` = {_sql_str(k)} THEN {_fast_kind_ok_sql(k)}" for k in KINDS)
     return f"({_fast_precheck_sql(raw)} AND CASE {per_kind} ELSE false END)"
 
 
@@ -654,7 +656,7 @@ def typed_columns() -> list[Column]:
 
 
 def parsed_struct(raw: str = "value") -> Column:
-    """``from_json`` of the record into :data:`RAW_STRUCT` (one Jackson pass, unknown keys skipped)."""
+    """``from_json`` into :data:`RAW_STRUCT` (one Jackson pass, unknown keys skipped)."""
     return F.expr(f"from_json({_text_sql(raw)}, '{RAW_STRUCT}', {_FROM_JSON_OPTIONS})")
 
 

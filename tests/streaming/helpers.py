@@ -57,7 +57,13 @@ def replay_ids(
 ) -> list[Finding]:
     findings: list[Finding] = []
     rejects: list[Any] = []
-    replay(list(records), ClusterModel(config), findings.append, lambda n, r: rejects.append(r), tick_ms)
+    replay(
+        list(records),
+        ClusterModel(config),
+        findings.append,
+        lambda n, r: rejects.append(r),
+        tick_ms,
+    )
     assert not rejects, rejects
     return findings
 

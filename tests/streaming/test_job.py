@@ -21,8 +21,7 @@ import pytest
 
 from monitor.model import ModelConfig
 from streaming.config import ModelSettings, StreamingConfig
-from streaming.job import BatchOutput, start
-from streaming.job import parquet_source
+from streaming.job import BatchOutput, parquet_source, start
 from tests.scenarios import SCENARIOS
 from tests.streaming.helpers import (
     event_driven,
@@ -49,7 +48,9 @@ def _config(tmp: Path, model: ModelConfig, **kw: Any) -> StreamingConfig:
     )
 
 
-def _run(spark: Any, tmp: Path, batches: list[list[bytes]], cfg: StreamingConfig) -> tuple[list[dict[str, Any]], Any]:
+def _run(
+    spark: Any, tmp: Path, batches: list[list[bytes]], cfg: StreamingConfig
+) -> tuple[list[dict[str, Any]], Any]:
     src_dir = tmp / "source"
     write_batches(src_dir, batches)
     seen: list[dict[str, Any]] = []
@@ -57,7 +58,9 @@ def _run(spark: Any, tmp: Path, batches: list[list[bytes]], cfg: StreamingConfig
     def hook(out: BatchOutput) -> None:
         seen.extend(out.findings)
 
-    job = start(spark, cfg, source=parquet_source(spark, str(src_dir)), hooks=[hook], write_kafka=False)
+    job = start(
+        spark, cfg, source=parquet_source(spark, str(src_dir)), hooks=[hook], write_kafka=False
+    )
     run_to_idle(job)
     return seen, job
 

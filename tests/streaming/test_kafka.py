@@ -51,7 +51,9 @@ def kafka_config(tmp: Path, bootstrap: str, topics: dict[str, str], **kw: Any) -
     )
 
 
-def check_outputs(bootstrap: str, topics: dict[str, str], expected: list[str], produced: int) -> None:
+def check_outputs(
+    bootstrap: str, topics: dict[str, str], expected: list[str], produced: int
+) -> None:
     findings = findings_by_id(read_all(bootstrap, topics["findings"]))
     assert set(findings) == set(expected)
     kinds = {f["kind"] for f in findings.values()}
@@ -59,8 +61,10 @@ def check_outputs(bootstrap: str, topics: dict[str, str], expected: list[str], p
     dead = read_all(bootstrap, topics["deadletter"])
     assert sorted(r.value for r in dead) == sorted([GARBAGE, b""])
     by_value = {r.value: r for r in dead}
-    assert by_value[GARBAGE].headers["reason"].startswith(
-        b"observed_at: Input should be a valid integer; topic: field required"
+    assert (
+        by_value[GARBAGE]
+        .headers["reason"]
+        .startswith(b"observed_at: Input should be a valid integer; topic: field required")
     )
     assert by_value[b""].headers["reason"] == b"empty record"
     assert by_value[GARBAGE].headers["source_topic"] == topics["events"].encode()
@@ -68,7 +72,9 @@ def check_outputs(bootstrap: str, topics: dict[str, str], expected: list[str], p
     assert len(dead) + 0 <= produced
 
 
-def test_kafka_end_to_end(spark: Any, kafka_lab: Any, topics: dict[str, str], tmp_path: Path) -> None:
+def test_kafka_end_to_end(
+    spark: Any, kafka_lab: Any, topics: dict[str, str], tmp_path: Path
+) -> None:
     bootstrap = kafka_lab.bootstrap_servers
     records, expected = scenario_feed()
     produced = produce_events(bootstrap, topics["events"], records)

@@ -9,6 +9,7 @@ same final state for every partition.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -66,10 +67,8 @@ def _job_cmd(bootstrap: str, topics: dict[str, str], tmp: Path, *extra: str) -> 
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)  # the group we created: python + its JVM
-    except ProcessLookupError:
-        pass
     proc.wait(30)
 
 

@@ -161,7 +161,9 @@ HOSTILE: list[bytes] = [
     _with(PARTITION, ',"high_watermark":-1'),
     _with(PARTITION, ',"partition":2147483648'),
     json.dumps({k: v for k, v in PARTITION.items() if k != "leader"}).encode(),
-    json.dumps({k: v for k, v in PARTITION.items() if k not in ("leader", "isr", "topic")}).encode(),
+    json.dumps(
+        {k: v for k, v in PARTITION.items() if k not in ("leader", "isr", "topic")}
+    ).encode(),
     json.dumps({"kind": "partition"}).encode(),  # every field missing: "... and N more"
     json.dumps({k: "x" for k in PARTITION} | {"kind": "partition"}).encode(),
     json.dumps({k: v for k, v in REPLICA.items() if k != "broker"}).encode(),
@@ -274,7 +276,9 @@ _json_scalars = st.one_of(
 )
 _json_values = st.recursive(
     _json_scalars,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
     max_leaves=8,
 )
 

@@ -94,7 +94,9 @@ def standalone(tmp_path: Path) -> Any:
                     break
             except OSError:
                 pass
-            assert master.poll() is None and worker.poll() is None, (logs / "master.out").read_text()
+            assert master.poll() is None and worker.poll() is None, (
+                logs / "master.out"
+            ).read_text()
             assert time.monotonic() < deadline, "standalone cluster did not come up"
             time.sleep(0.5)
         yield url, env
