@@ -46,6 +46,7 @@ from monitor.lab.config import (
     render_properties,
 )
 from monitor.lab.errors import LabError
+from monitor.lab.ports import port_free
 
 Progress = Callable[[str], None]
 
@@ -132,16 +133,6 @@ def _tail(path: Path, lines: int = 40) -> str:
         handle.seek(max(0, size - 64 * 1024))
         text = handle.read().decode(errors="replace")
     return "\n".join(text.splitlines()[-lines:])
-
-
-def _port_free(host: str, port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((host, port))
-        except OSError:
-            return False
-    return True
 
 
 def _port_open(host: str, port: int) -> bool:
@@ -404,7 +395,7 @@ class Lab:
     def _launch(self, node: int, classpath: str, agent: Path) -> int:
         cfg = self.config
         for port in (cfg.broker_port(node), cfg.controller_port(node), cfg.jmx_port(node)):
-            if not _port_free(cfg.host, port):
+            if not port_free(cfg.host, port):
                 raise LabError(
                     f"port {cfg.host}:{port} (node {node}) is already in use; "
                     "choose another --base-port or stop whatever holds it"

@@ -30,7 +30,8 @@ def block_ports(base_port: int, brokers: int = 3) -> list[int]:
     ]
 
 
-def _free(host: str, port: int) -> bool:
+def port_free(host: str, port: int) -> bool:
+    """Whether ``host:port`` can be bound now (the one check the lab uses everywhere)."""
     import socket
 
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -66,7 +67,7 @@ def reserve_base_port(
         except OSError:
             handle.close()
             continue
-        if not all(_free(host, p) for p in block_ports(base, brokers)):
+        if not all(port_free(host, p) for p in block_ports(base, brokers)):
             fcntl.flock(handle, fcntl.LOCK_UN)
             handle.close()
             continue
