@@ -47,7 +47,8 @@ SOURCE_COLUMNS = ("value", "topic", "partition", "offset")
 STATE_DDL = (
     "cluster string, topic string, partition int, leader int, leader_epoch int, "
     "isr array<int>, replicas array<int>, high_watermark long, max_committed_hw long, "
-    "leader_leo long, uncommitted long, replica_states array<struct<broker: int, leo: long, "
+    "leader_leo long, uncommitted long, hw_lag_ms long, min_isr int, unclean_enabled boolean, "
+    "replica_states array<struct<broker: int, leo: long, "
     "lag_offsets: long, lag_ms: long, caught_up_at: long, observed_at: long, in_isr: boolean>>, "
     "open_findings array<struct<kind: string, severity: string, opened_at: long, broker: int, "
     "details: string>>, severity string, lineage array<struct<epoch: int, start_offset: long, "

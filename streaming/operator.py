@@ -62,6 +62,7 @@ from monitor.model.state import (
     OpenCondition,
     PartitionState,
     ReplicaState,
+    TopicConfig,
     TopicState,
 )
 
@@ -264,8 +265,11 @@ def ordered_events(payloads: list[str]) -> tuple[list[Any], int, int]:
 # --- the state rows (what the runbook CLI and exporter read) -------------------------------------
 
 
-def state_row(ps: PartitionState) -> dict[str, Any]:
-    """One partition's current state, as written to the Parquet store (JSON-compatible)."""
+def state_row(ps: PartitionState, config: TopicConfig | None = None) -> dict[str, Any]:
+    """One partition's current state, as written to the Parquet store (JSON-compatible).
+
+    ``config`` is the topic's last durability report, when known (min ISR, unclean flag).
+    """
     leader_leo = ps.leader_leo()
     return {
         "cluster": ps.cluster,
@@ -279,6 +283,9 @@ def state_row(ps: PartitionState) -> dict[str, Any]:
         "max_committed_hw": ps.max_hw,
         "leader_leo": leader_leo,
         "uncommitted": ps.uncommitted(),
+        "hw_lag_ms": ps.hw_lag_ms,
+        "min_isr": config.min_insync_replicas if config is not None else None,
+        "unclean_enabled": config.unclean_leader_election_enable if config is not None else None,
         "replica_states": [
             {
                 "broker": b,
@@ -380,12 +387,14 @@ class Outputs:
                 bucket=bucket,
             )
 
-    def states(self, bucket: int, states: list[PartitionState]) -> None:
+    def states(self, bucket: int, states: list[PartitionState], model: ClusterModel) -> None:
         for ps in states:
+            ts = model.topics.get((ps.cluster, ps.topic))
+            row = state_row(ps, ts.config if ts is not None else None)
             self.add(
                 out="state",
                 key=f"{ps.cluster}/{ps.topic}/{ps.partition}",
-                value=json.dumps(state_row(ps), separators=(",", ":"), default=str).encode(),
+                value=json.dumps(row, separators=(",", ":"), default=str).encode(),
                 bucket=bucket,
             )
 
@@ -502,7 +511,7 @@ def make_processor(settings: OperatorSettings) -> Any:
             prof.mark("save")
             out.findings(bucket, findings)
             if settings.emit_state:
-                out.states(bucket, list(touched.values()))
+                out.states(bucket, list(touched.values()), model)
             prof.mark("outputs")
             out.add(
                 out="stats",
@@ -543,7 +552,7 @@ def make_processor(settings: OperatorSettings) -> Any:
                     for f in findings
                     if f.topic is not None and f.partition is not None
                 }
-                out.states(bucket, [state.model.partitions[k] for k in keys])
+                out.states(bucket, [state.model.partitions[k] for k in keys], state.model)
             if len(out):
                 yield out.frame()
 

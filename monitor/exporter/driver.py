@@ -54,6 +54,8 @@ def view_from_state_row(r: Mapping[str, Any], min_isr: int | None = None) -> Par
         )
         for o in (r.get("open_findings") or [])
     )
+    if min_isr is None and r.get("min_isr") is not None:
+        min_isr = int(r["min_isr"])
     if min_isr is None:
         for o in opens:  # the ISR conditions carry the topic's min ISR
             if "min_isr" in o.details:
