@@ -13,8 +13,8 @@ test: setup
 	scripts/test.sh
 
 lint:
-	.venv/bin/ruff check monitor streaming tests bench
-	.venv/bin/ruff format --check monitor streaming tests bench
+	.venv/bin/ruff check monitor streaming tests bench dashboards
+	.venv/bin/ruff format --check monitor streaming tests bench dashboards
 	.venv/bin/mypy
 
 bench: setup

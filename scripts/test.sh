@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 echo "==> ruff"
-.venv/bin/ruff check monitor streaming tests bench
+.venv/bin/ruff check monitor streaming tests bench dashboards
 echo "==> mypy"
 .venv/bin/mypy
 echo "==> pytest"
