@@ -19,6 +19,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "monitor.commands.replay",
     "monitor.collector.cli",
     "monitor.commands.runbook",
+    "monitor.commands.dashboards",
     "monitor.demo",
     "streaming.cli",
     "monitor.lab.cli",
