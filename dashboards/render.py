@@ -276,6 +276,7 @@ def render_sheet(
     variables: Mapping[str, str],
     out_dir: Path,
     subtitle: str = "",
+    prefix: str = "",
 ) -> Path:
     import matplotlib
 
@@ -304,6 +305,8 @@ def render_sheet(
         draw_panel(ax, p, base_url, win, variables)
         if annotate:
             draw_annotations(ax, dashboard, base_url, win, variables)
+            if ax.get_legend_handles_labels()[0]:
+                ax.legend(fontsize=7, loc="upper left", ncol=3, framealpha=0.7)
         ax.xaxis.set_major_locator(mdates.AutoDateLocator(maxticks=7))  # type: ignore[no-untyped-call]
         ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M:%S"))  # type: ignore[no-untyped-call]
     used = {v["name"] for v in dashboard["templating"]["list"]} - {"datasource"}
@@ -311,7 +314,7 @@ def render_sheet(
     fig.suptitle(f"{dashboard['title']}   ({shown}){subtitle}", fontsize=12, x=0.01, ha="left")
     fig.tight_layout()
     out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / png
+    path = out_dir / f"{prefix}{png}"
     fig.savefig(path, dpi=80)
     plt.close(fig)
     return path
@@ -328,10 +331,7 @@ def render_all(
 ) -> list[Path]:
     out = []
     for png in sheets or SHEETS:
-        path = render_sheet(png, base_url, win, variables, out_dir, subtitle)
-        if prefix:
-            path = path.rename(path.with_name(prefix + path.name))
-        out.append(path)
+        out.append(render_sheet(png, base_url, win, variables, out_dir, subtitle, prefix))
     return out
 
 
@@ -339,8 +339,12 @@ def data_window(base_url: str, lookback_s: float = 6 * 3600) -> Window:
     """The span of the monitor's samples in the last ``lookback_s`` (a finished run)."""
     now = time.time()
     step = max(1.0, lookback_s / 10_000)
-    res = query_range(base_url, "kafka_replication_monitor_up", now - lookback_s, now, step)
-    ts = [float(x) for s in res for x, _ in s["values"]]
+    # The samples' own times: a plain range query would repeat the last sample for the
+    # 5-minute lookback after a Prometheus that stopped without writing stale markers.
+    res = query_range(
+        base_url, "timestamp(kafka_replication_monitor_up)", now - lookback_s, now, step
+    )
+    ts = [float(v) for s in res for _, v in s["values"]]
     if not ts:
         raise QueryError(f"no kafka_replication_monitor_up samples in the last {lookback_s}s")
     return Window(min(ts), max(ts), 2.0)
@@ -380,9 +384,15 @@ def main(argv: list[str] | None = None) -> int:
             args.prometheus_url, window(args.prometheus_url), variables, args.out, args.prefix
         )
     elif args.demo_dir:
-        from monitor.ops.prom import PrometheusProcess
+        from monitor.ops.prom import PrometheusProcess, free_port
 
-        prom = PrometheusProcess(args.demo_dir / "prometheus")
+        # Reopen the run's TSDB; scrape nothing (closed ports), so no new samples are added.
+        prom = PrometheusProcess(
+            args.demo_dir / "prometheus",
+            exporter=f"127.0.0.1:{free_port()}",
+            collector=f"127.0.0.1:{free_port()}",
+            alertmanager=f"127.0.0.1:{free_port()}",
+        )
         prom.start()
         try:
             variables.setdefault("topic", "orders")

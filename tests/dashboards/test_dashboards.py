@@ -122,3 +122,20 @@ def test_the_dashboards_show_the_watermark_model() -> None:
         for v in d["templating"]["list"]:
             if v["type"] == "query":
                 assert v["query"].startswith("label_values(kafka_replication_"), v
+
+
+def test_file_provisioning_matches_the_dashboards() -> None:
+    """deploy/grafana/provisioning names the datasource uid and folder the dashboards use."""
+    import yaml
+
+    from dashboards.generate import DATASOURCE_NAME, FOLDER_UID
+
+    prov = ROOT / "deploy" / "grafana" / "provisioning"
+    ds = yaml.safe_load((prov / "datasources" / "kafka-replication.yaml").read_text())
+    (source,) = ds["datasources"]
+    assert source["uid"] == DATASOURCE_UID and source["type"] == "prometheus"
+    assert source["name"] == DATASOURCE_NAME
+    boards = yaml.safe_load((prov / "dashboards" / "kafka-replication.yaml").read_text())
+    (provider,) = boards["providers"]
+    assert provider["type"] == "file" and provider["folderUid"] == FOLDER_UID
+    assert ds["apiVersion"] == 1 and boards["apiVersion"] == 1
