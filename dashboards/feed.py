@@ -126,6 +126,10 @@ def replayed_prometheus(
     prom = PrometheusProcess(
         workdir,
         exporter=f"127.0.0.1:{port}",
+        # No collector here, and alerts go nowhere: closed ports, not the default ones
+        # (another run's collector or Alertmanager may be listening there).
+        collector=f"127.0.0.1:{free_port()}",
+        alertmanager=f"127.0.0.1:{free_port()}",
         scrape_interval="1s",
         evaluation_interval="1s",
     )
