@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -92,7 +93,7 @@ def findings(store: str) -> list[dict[str, Any]]:
         con,
         f"SELECT * EXCLUDE (rn) FROM (SELECT *, row_number() OVER (PARTITION BY id "
         f"ORDER BY batch_id) AS rn FROM read_parquet('{root}/findings/batch_id=*/*.parquet', "
-        "hive_partitioning = true)) WHERE rn = 1 ORDER BY at, id",
+        'hive_partitioning = true)) WHERE rn = 1 ORDER BY "at", id',
     )
 
 
@@ -129,3 +130,260 @@ def compact(store: str, upto_batch: int) -> int:
     for b in batches:
         shutil.rmtree(root / "state" / f"batch_id={b}", ignore_errors=True)
     return n
+
+
+# --- the runbook's reader ----------------------------------------------------------------------
+
+
+class StoreError(RuntimeError):
+    """The store cannot answer: missing, empty, or unreadable (the message names the path)."""
+
+
+#: The latest row of each partition: its highest ``(batch_id, updated_at)``. A semi-join on
+#: the per-partition maximum, not a window over every row: filters and projections of the
+#: caller reach the Parquet scan, so "partitions with an open X" reads a few columns of
+#: every row group and whole rows only where X is open. (A partition written twice in one
+#: batch with the same ``updated_at`` — an input row and a timer row — yields both rows;
+#: :meth:`StoreReader.current` keeps one.)
+_CURRENT = """
+CREATE VIEW latest AS
+  SELECT cluster, topic, partition,
+         max(struct_pack(b := batch_id, u := updated_at)) AS m
+  FROM rows GROUP BY cluster, topic, partition;
+CREATE VIEW cur AS
+  SELECT r.* FROM rows r SEMI JOIN latest l
+    ON r.cluster = l.cluster AND r.topic = l.topic AND r.partition = l.partition
+   AND r.batch_id = l.m.b AND r.updated_at = l.m.u;
+"""
+
+#: A row's min ISR: its own column, else (rows written before the column existed) what an
+#: open ISR condition recorded — as ``monitor.exporter.driver.view_from_state_row`` does.
+MIN_ISR = (
+    "coalesce(min_isr, list_filter(list_transform(open_findings, lambda o: "
+    "TRY_CAST(json_extract_string(o.details, '$.min_isr') AS INTEGER)), "
+    "lambda x: x IS NOT NULL)[-1])"
+)
+
+
+class StoreReader:
+    """Read-only DuckDB queries over a store for the runbook CLI (``monitor ... --store``).
+
+    ``cluster`` restricts every answer to one cluster. Raises :class:`StoreError` when the
+    folder is missing or holds no state. Queries return plain dicts (JSON-compatible).
+    """
+
+    def __init__(self, store: str | Path, cluster: str | None = None) -> None:
+        self.root = Path(store)
+        self.cluster = cluster
+        if not self.root.exists():
+            raise StoreError(f"state store {self.root} does not exist")
+        if not self.root.is_dir():
+            raise StoreError(f"state store {self.root} is not a folder")
+        src = _sources(str(self.root))
+        if not src:
+            raise StoreError(
+                f"state store {self.root} is empty: no state/batch_id=*/*.parquet and no "
+                "snapshot/state.parquet (has the job run with this --store?)"
+            )
+        self.con = _connect()
+        where = f" WHERE cluster = {_q(cluster)}" if cluster is not None else ""
+        self.con.execute(f"CREATE VIEW rows AS SELECT * FROM ({src}){where}")
+        self.con.execute(_CURRENT)
+        if any(self.root.glob("findings/batch_id=*/*.parquet")):
+            self.con.execute(
+                "CREATE VIEW findings AS SELECT * EXCLUDE (rn, batch_id) FROM ("
+                "SELECT *, row_number() OVER (PARTITION BY id ORDER BY batch_id) AS rn "
+                f"FROM read_parquet('{self.root}/findings/batch_id=*/*.parquet', "
+                f"hive_partitioning = true)) WHERE rn = 1{where.replace(' WHERE', ' AND')}"
+            )
+        else:
+            self.con.execute(
+                "CREATE VIEW findings AS SELECT NULL::VARCHAR AS id, NULL::VARCHAR AS kind, "
+                "NULL::VARCHAR AS state, NULL::VARCHAR AS severity, NULL::VARCHAR AS cluster, "
+                "NULL::VARCHAR AS topic, NULL::INTEGER AS partition, NULL::INTEGER AS broker, "
+                "NULL::BIGINT AS at, NULL::BIGINT AS opened_at, NULL::VARCHAR AS details "
+                "WHERE FALSE"
+            )
+
+    # -- plumbing -----------------------------------------------------------------------------
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        """Rows of ``sql`` as dicts (views: ``rows``, ``cur``, ``findings``)."""
+        try:
+            cur = self.con.execute(sql, list(params))
+        except Exception as e:  # duckdb.Error: a file replaced by a replayed batch, say
+            if type(e).__name__ not in ("IOException", "InvalidInputException"):
+                raise
+            try:
+                cur = self.con.execute(sql, list(params))  # once more: the job moved on
+            except Exception as e2:
+                raise StoreError(f"cannot read state store {self.root}: {e2}") from None
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+    def current(
+        self, where: str = "TRUE", params: Sequence[Any] = (), columns: str = "*"
+    ) -> list[dict[str, Any]]:
+        """The latest row of the partitions matching ``where`` (one row per partition)."""
+        rows = self.query(
+            f"SELECT {columns} FROM cur WHERE {where} ORDER BY cluster, topic, partition",
+            params,
+        )
+        out: dict[tuple[Any, ...], dict[str, Any]] = {}
+        for r in rows:
+            out[(r.get("cluster"), r.get("topic"), r.get("partition"))] = r
+        return list(out.values())
+
+    # -- the runbook's questions ------------------------------------------------------------------
+
+    def summary(self) -> dict[str, Any]:
+        """Counts over every partition's latest row (``monitor status``)."""
+        row = self.query(
+            "SELECT count(*) AS partitions, "
+            "count(*) FILTER (WHERE leader IS NULL OR leader < 0) AS offline, "
+            f"count(*) FILTER (WHERE {MIN_ISR} IS NOT NULL "
+            f"AND coalesce(len(isr), 0) < {MIN_ISR}) AS under_min_isr, "
+            "count(*) FILTER (WHERE leader >= 0 "
+            "AND coalesce(len(isr), 0) < coalesce(len(replicas), 0)) AS under_replicated, "
+            "coalesce(max(updated_at), -1) AS newest_observed_at FROM cur"
+        )[0]
+        opens = self.query(
+            "SELECT o.kind AS kind, o.severity AS severity, count(*) AS n "
+            "FROM (SELECT unnest(open_findings) AS o FROM cur) GROUP BY ALL ORDER BY n DESC"
+        )
+        row["open"] = [(o["kind"], o["severity"], int(o["n"])) for o in opens]
+        return row
+
+    def with_open(self, kind: str, topic: str | None = None) -> list[dict[str, Any]]:
+        """Latest rows of the partitions with an open condition of ``kind``."""
+        where = "list_contains(list_transform(open_findings, lambda o: o.kind), ?)"
+        params: list[Any] = [kind]
+        if topic is not None:
+            where += " AND topic = ?"
+            params.append(topic)
+        return self.current(where, params)
+
+    #: The columns of :meth:`holding`'s tuples.
+    HOLDING = (
+        "cluster",
+        "topic",
+        "partition",
+        "leader",
+        "leader_epoch",
+        "isr",
+        "replicas",
+        "min_isr",
+        "high_watermark",
+        "max_committed_hw",
+        "uncommitted",
+        "updated_at",
+        "replica_brokers",
+        "replica_leos",
+        "open_findings",
+    )
+
+    def holding(self, brokers: Sequence[int]) -> list[tuple[Any, ...]]:
+        """What ``what-if`` needs of the partitions with a replica on one of ``brokers``,
+        as tuples of :data:`HOLDING` (tens of thousands of rows: tuples of flat lists are
+        several times cheaper to build than dicts of structs). ``open_findings`` is only
+        given where ``min_isr`` is missing (older rows), for the fallback."""
+        sql = (
+            "SELECT cluster, topic, partition, leader, leader_epoch, isr, replicas, min_isr, "
+            "high_watermark, max_committed_hw, uncommitted, updated_at, "
+            "list_transform(replica_states, lambda r: r.broker), "
+            "list_transform(replica_states, lambda r: r.leo), "
+            "CASE WHEN min_isr IS NULL THEN open_findings END "
+            "FROM cur WHERE list_has_any(replicas, ?::INTEGER[]) "
+            "ORDER BY cluster, topic, partition"
+        )
+        try:
+            rows: list[tuple[Any, ...]] = self.con.execute(sql, [list(brokers)]).fetchall()
+        except Exception as e:
+            raise StoreError(f"cannot read state store {self.root}: {e}") from None
+        return rows
+
+    def partition(self, topic: str, partition: int) -> list[dict[str, Any]]:
+        return self.current("topic = ? AND partition = ?", [topic, int(partition)])
+
+    def topic_partitions(self, topic: str) -> tuple[int, int]:
+        """(partitions of ``topic`` in the store, highest partition number)."""
+        r = self.query(
+            "SELECT count(*) AS n, coalesce(max(partition), -1) AS top FROM latest WHERE topic = ?",
+            [topic],
+        )[0]
+        return int(r["n"]), int(r["top"])
+
+    def topics(self, limit: int = 10) -> tuple[int, list[str]]:
+        """(number of topics, the first ``limit`` names)."""
+        rows = self.query("SELECT DISTINCT topic FROM latest ORDER BY topic")
+        return len(rows), [r["topic"] for r in rows[:limit]]
+
+    def topic_configs(self, topic: str | None = None) -> list[dict[str, Any]]:
+        """Per topic: RF (the most replicas of a partition), the latest known min ISR and
+        unclean flag; topics whose configuration was never reported are left out."""
+        where = "WHERE topic = ?" if topic is not None else ""
+        return self.query(
+            "SELECT cluster, topic, max(len(replicas)) AS replication_factor, "
+            "arg_max(min_isr, updated_at) FILTER (WHERE min_isr IS NOT NULL) AS min_isr, "
+            "arg_max(unclean_enabled, updated_at) FILTER (WHERE unclean_enabled IS NOT NULL) "
+            f"AS unclean_enabled FROM cur {where} GROUP BY cluster, topic "
+            "HAVING min_isr IS NOT NULL ORDER BY cluster, topic",
+            [topic] if topic is not None else [],
+        )
+
+    def broker_conditions(self) -> list[dict[str, Any]]:
+        """Each broker's last broker-level ``stale_telemetry`` finding (open = silent)."""
+        rows = self.query(
+            'SELECT cluster, broker, arg_max(state, "at") AS state, max("at") AS "at", '
+            "arg_max(details, \"at\") AS details FROM findings WHERE kind = 'stale_telemetry' "
+            "AND topic IS NULL AND partition IS NULL AND broker IS NOT NULL "
+            "GROUP BY cluster, broker ORDER BY cluster, broker"
+        )
+        for r in rows:
+            r["details"] = json.loads(r["details"]) if r["details"] else {}
+        return rows
+
+    def replica_brokers(self) -> list[dict[str, Any]]:
+        """Every broker holding a replica, with its newest replica sample time."""
+        return self.query(
+            "SELECT cluster, r.broker AS broker, max(r.observed_at) AS observed_at FROM "
+            "(SELECT cluster, unnest(replica_states) AS r FROM cur) GROUP BY ALL ORDER BY ALL"
+        )
+
+    def history(self, topic: str, partition: int, since_ms: int = 0) -> list[dict[str, Any]]:
+        """Every stored row of one partition (oldest first); with a cluster filter, its own."""
+        return self.query(
+            "SELECT cluster, batch_id, updated_at, high_watermark, leader, leader_epoch, isr, "
+            "replica_states FROM rows WHERE topic = ? AND partition = ? AND updated_at >= ? "
+            "ORDER BY cluster, batch_id, updated_at",
+            [topic, int(partition), int(since_ms)],
+        )
+
+    def findings(
+        self, topic: str | None, partition: int | None, since_ms: int = 0
+    ) -> list[dict[str, Any]]:
+        """Findings of a partition (``Finding.to_dict`` shape, details parsed), oldest first."""
+        rows = self.query(
+            "SELECT * FROM findings WHERE topic IS NOT DISTINCT FROM ? "
+            'AND partition IS NOT DISTINCT FROM ? AND "at" >= ? ORDER BY "at", id',
+            [topic, partition, int(since_ms)],
+        )
+        for r in rows:
+            r["details"] = json.loads(r["details"]) if r["details"] else {}
+        return rows
+
+    def last_write(self) -> tuple[int, float] | None:
+        """(newest batch id, when its folder was written, Unix s) — the job's heartbeat."""
+        best: tuple[int, float] | None = None
+        for sub in ("state", "findings"):
+            for p in (self.root / sub).glob("batch_id=*"):
+                try:
+                    b, mtime = int(p.name.split("=", 1)[1]), p.stat().st_mtime
+                except (ValueError, OSError):
+                    continue
+                if best is None or (b, mtime) > best:
+                    best = (b, mtime)
+        snap = self.root / "snapshot" / "snapshot.json"
+        if best is None and snap.is_file():
+            best = (int(json.loads(snap.read_text())["upto_batch"]), snap.stat().st_mtime)
+        return best

@@ -92,3 +92,62 @@ def test_audit_names_the_misconfiguration(capsys: pytest.CaptureFixture[str]) ->
 def test_clear_errors(capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
     assert main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+# -- --store: the streaming job's state store ------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def small_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from bench._synthetic_store import write_store
+
+    return write_store(tmp_path_factory.mktemp("store"), 1000, phases=4).root
+
+
+def test_store_errors_name_the_path_and_the_problem(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, small_store: Path
+) -> None:
+    missing, empty = tmp_path / "missing", tmp_path / "empty"
+    empty.mkdir()
+    (empty / "state").mkdir()  # a folder, but nothing written yet
+    cases = [
+        (["status", "--store", str(missing)], f"state store {missing} does not exist"),
+        (["status", "--store", str(empty)], f"state store {empty} is empty"),
+        (
+            ["explain", "nope", "0", "--store", str(small_store)],
+            f"unknown partition nope/0 in store {small_store}: no topic nope "
+            "(topics known: topic-00000, ",
+        ),
+        (
+            ["lineage", "topic-00003", "100", "--store", str(small_store)],
+            f"unknown partition topic-00003/100 in store {small_store}: topic topic-00003 "
+            "has 100 partitions (0..99)",
+        ),
+        (
+            ["status", "--store", str(small_store), "--prometheus", "http://127.0.0.1:9"],
+            "cannot reach Prometheus at http://127.0.0.1:9: ",
+        ),
+    ]
+    for argv, message in cases:
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.startswith(f"monitor {argv[0]}: ") and message in err, err
+
+
+def test_store_and_events_are_exclusive(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        main(["status", "--store", "x", "--events", UNCLEAN])
+    assert e.value.code == 2
+    assert "not allowed with argument" in capsys.readouterr().err
+
+
+def test_monitor_store_from_the_environment(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, small_store: Path
+) -> None:
+    monkeypatch.setenv("MONITOR_STORE", str(small_store))
+    st = _json(capsys, "status")
+    assert isinstance(st, dict) and st["partitions"] == 1000 and st["offline"] == 1
+    assert st["source"] == f"store {small_store}"
+    # --events still wins over the environment
+    st = _json(capsys, "status", "--events", UNCLEAN)
+    assert isinstance(st, dict) and st["partitions"] == 1

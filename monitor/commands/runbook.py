@@ -1,7 +1,10 @@
 """The on-call runbook's commands: status, partitions, explain, lineage, what-if, audit.
 
-Each reads a :mod:`state source <monitor.sources>` (``--events FILE``: the model replayed
-over a captured events file) and prints a table for people or ``--json`` for scripts.
+Each reads a :mod:`state source <monitor.sources>`: ``--store DIR`` (the Spark job's
+Parquet state store, queried with DuckDB; default ``$MONITOR_STORE``) or ``--events FILE``
+(the model replayed over a captured events file), and prints a table for people or
+``--json`` for scripts. Errors (missing or empty store, unknown partition, unreachable
+Prometheus) exit with code 2 and a message naming the path or URL and the problem.
 """
 
 from __future__ import annotations
@@ -9,14 +12,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from monitor.model import Finding, FindingKind, FindingState, Severity
-from monitor.queries import Outcome, audit, status, what_if
+from monitor.queries import Outcome, audit, what_if
 from monitor.render import iso, summary, table
 from monitor.sources import ReplaySource, SourceError, StateSource
 from monitor.views import PartitionView
@@ -31,14 +36,40 @@ def _colour(text: str, severity: str) -> str:
 
 
 def _source(args: argparse.Namespace) -> StateSource:
-    if args.events is None:
-        raise SourceError("no state to read: give --events FILE (a captured events file)")
-    return ReplaySource(Path(args.events))
+    if args.events is not None:
+        return ReplaySource(Path(args.events), cluster=args.cluster)
+    store = args.store or os.environ.get("MONITOR_STORE")
+    if not store:
+        raise SourceError(
+            "no state to read: give --store DIR (the streaming job's state store, or set "
+            "MONITOR_STORE) or --events FILE (a captured events file)"
+        )
+    from monitor.store_source import StoreSource
+
+    return StoreSource(store, cluster=args.cluster)
 
 
 def _add_source(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--events", metavar="FILE", help="replay this JSON-lines events file")
+    src = p.add_mutually_exclusive_group()
+    src.add_argument(
+        "--store",
+        metavar="DIR",
+        help="the streaming job's Parquet state store (default: $MONITOR_STORE)",
+    )
+    src.add_argument("--events", metavar="FILE", help="replay this JSON-lines events file")
+    p.add_argument("--cluster", help="only this cluster")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+_UNITS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def duration_ms(text: str) -> int:
+    """``90s``, ``15m``, ``1h``, ``2d`` (or plain seconds) in milliseconds."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*", text)
+    if not m:
+        raise argparse.ArgumentTypeError(f"not a duration: {text!r} (e.g. 30m, 1h, 2d)")
+    return int(float(m.group(1)) * _UNITS[m.group(2) or "s"])
 
 
 def _finding_of(d: dict[str, Any]) -> Finding:
@@ -65,11 +96,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         p.set_defaults(func=_guarded(fn))
         return p
 
-    add(
+    p = add(
         "status",
         "the cluster at a glance: open findings, offline / under-min-ISR "
         "partitions, silent brokers, freshness",
         run_status,
+    )
+    p.add_argument(
+        "--prometheus",
+        metavar="URL",
+        default=os.environ.get("MONITOR_PROMETHEUS"),
+        help="also list the alerts firing in this Prometheus (default: $MONITOR_PROMETHEUS)",
     )
     p = add(
         "partitions",
@@ -85,6 +122,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("topic")
     p.add_argument("partition", type=int)
     p.add_argument("--plot", metavar="FILE.png", help="draw the watermark diagram")
+    p.add_argument(
+        "--since",
+        type=duration_ms,
+        metavar="DURATION",
+        help="only the last DURATION before the partition's newest sample (30m, 1h, 2d)",
+    )
     p = add(
         "lineage", "the observed leader-epoch history (epoch, start offset, leader)", run_lineage
     )
@@ -92,6 +135,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("partition", type=int)
     p = add("what-if", "the blast radius if these brokers stopped now", run_what_if)
     p.add_argument("--broker", type=int, action="append", required=True)
+    p.add_argument(
+        "--limit",
+        type=int,
+        default=50,
+        help="table rows to print, worst first (default 50; --json lists all)",
+    )
     p = add(
         "audit", "each topic's durability profile (CP / AP / misconfigured) and fixes", run_audit
     )
@@ -114,37 +163,45 @@ def _emit_json(obj: Any) -> int:
     return 0
 
 
-def _find(src: StateSource, topic: str, partition: int) -> PartitionView:
-    for v in src.partitions():
-        if v.topic == topic and v.partition == partition:
-            return v
-    known = sorted({v.topic for v in src.partitions()})
-    raise SourceError(
-        f"unknown partition {topic}/{partition} (topics known: {', '.join(known[:10]) or 'none'})"
-    )
-
-
 # -- status -------------------------------------------------------------------------------
 
 
 def run_status(args: argparse.Namespace) -> int:
     src = _source(args)
-    silent = [b.broker for b in src.brokers() if not b.alive]
-    st = status(src.partitions(), silent)
+    st = src.summary()
+    fresh = src.freshness()
+    now = time.time()
+    alerts = None
+    if args.prometheus:
+        from monitor.store_source import prometheus_alerts
+
+        alerts = prometheus_alerts(args.prometheus)
+    telemetry_age = now - fresh.newest_observed_at / 1000 if fresh.newest_observed_at >= 0 else None
+    write_age = now - fresh.last_write_at if fresh.last_write_at is not None else None
     if args.json:
         # (not asdict: it rebuilds Counters from (key, value) pairs, counting the pairs)
-        return _emit_json(
-            {
-                "partitions": st.partitions,
-                "open_by_severity": dict(st.open_by_severity),
-                "open_by_kind": dict(st.open_by_kind),
-                "offline": st.offline,
-                "under_min_isr": st.under_min_isr,
-                "under_replicated": st.under_replicated,
-                "silent_brokers": st.silent_brokers,
-                "newest_observed_at": st.newest_observed_at,
-            }
-        )
+        out: dict[str, Any] = {
+            "source": src.label,
+            "partitions": st.partitions,
+            "open_by_severity": dict(st.open_by_severity),
+            "open_by_kind": dict(st.open_by_kind),
+            "offline": st.offline,
+            "under_min_isr": st.under_min_isr,
+            "under_replicated": st.under_replicated,
+            "silent_brokers": st.silent_brokers,
+            "newest_observed_at": st.newest_observed_at,
+            "freshness": {
+                "newest_observed_at": fresh.newest_observed_at,
+                "telemetry_age_s": None if telemetry_age is None else round(telemetry_age, 3),
+                "last_batch": fresh.last_batch,
+                "last_write_at": fresh.last_write_at,
+                "last_write_age_s": None if write_age is None else round(write_age, 3),
+            },
+        }
+        if alerts is not None:
+            out["prometheus"] = {"url": args.prometheus, "firing": alerts}
+        return _emit_json(out)
+    print(f"source:             {src.label}")
     print(f"partitions tracked: {st.partitions}")
     sev = ", ".join(
         _colour(f"{st.open_by_severity[s]} {s}", s) for s in ("critical", "warning", "info")
@@ -154,13 +211,56 @@ def run_status(args: argparse.Namespace) -> int:
     print(f"under min ISR:      {st.under_min_isr}")
     print(f"under-replicated:   {st.under_replicated}")
     print(f"silent brokers:     {', '.join(map(str, st.silent_brokers)) or 'none'}")
-    if st.newest_observed_at >= 0:
-        print(f"newest telemetry:   {iso(st.newest_observed_at)}")
+    if telemetry_age is not None:
+        print(f"newest telemetry:   {iso(fresh.newest_observed_at)} ({_ago(telemetry_age)})")
+    if write_age is not None:
+        print(f"last job batch:     {fresh.last_batch} written {_ago(write_age)}")
     if st.open_by_kind:
         print()
         rows = [[k, str(n)] for k, n in st.open_by_kind.most_common()]
-        print(table(rows, ["OPEN KIND", "PARTITIONS"]))
+        print(table(rows, ["OPEN KIND", "CONDITIONS"]))
+    if alerts is not None:
+        print()
+        if not alerts:
+            print(f"Prometheus {args.prometheus}: no alert firing")
+        else:
+            print(f"Prometheus {args.prometheus}: {len(alerts)} alerts firing")
+            print(
+                table(
+                    [
+                        [
+                            _colour(
+                                a["labels"].get("alertname", "?"), a["labels"].get("severity", "")
+                            ),
+                            a["labels"].get("severity", ""),
+                            _subject(a["labels"]),
+                            str(a.get("activeAt", ""))[:19],
+                        ]
+                        for a in alerts
+                    ],
+                    ["ALERT", "SEVERITY", "SUBJECT", "ACTIVE SINCE"],
+                )
+            )
     return 0
+
+
+def _ago(seconds: float) -> str:
+    if seconds < 0:
+        return f"{-seconds:.0f}s in the future: clocks disagree"
+    if seconds < 120:
+        return f"{seconds:.0f}s ago"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min ago" + ("" if seconds < 600 else ": STALE")
+    return f"{seconds / 3600:.1f} h ago: STALE"
+
+
+def _subject(labels: dict[str, str]) -> str:
+    parts = [labels["cluster"]] if "cluster" in labels else []
+    if "topic" in labels:
+        parts.append(labels["topic"] + (f"/{labels['partition']}" if "partition" in labels else ""))
+    if "broker" in labels:
+        parts.append(f"broker {labels['broker']}")
+    return " ".join(parts) or "-"
 
 
 # -- partitions ----------------------------------------------------------------------------
@@ -169,9 +269,7 @@ def run_status(args: argparse.Namespace) -> int:
 def run_partitions(args: argparse.Namespace) -> int:
     src = _source(args)
     rows: list[dict[str, Any]] = []
-    for v in src.partitions():
-        if args.topic and v.topic != args.topic:
-            continue
+    for v in src.with_open(args.finding, args.topic):
         for o in v.open:
             if o.kind != args.finding:
                 continue
@@ -215,7 +313,7 @@ def run_partitions(args: argparse.Namespace) -> int:
                     f"{r['topic']}/{r['partition']}",
                     "" if r["broker"] is None else str(r["broker"]),
                     iso(r["since"]),
-                    str(r["leader"]),
+                    "none" if r["leader"] is None else str(r["leader"]),
                     str(r["isr"]),
                     str(r["hw"]),
                     r["summary"],
@@ -240,7 +338,7 @@ def _lineage_rows(v: PartitionView) -> list[dict[str, Any]]:
 
 def run_lineage(args: argparse.Namespace) -> int:
     src = _source(args)
-    v = _find(src, args.topic, args.partition)
+    v = src.partition(args.topic, args.partition)
     rows = _lineage_rows(v)
     if args.json:
         return _emit_json(rows)
@@ -304,13 +402,17 @@ def story(v: PartitionView, findings: Sequence[dict[str, Any]]) -> list[str]:
 
 def run_explain(args: argparse.Namespace) -> int:
     src = _source(args)
-    v = _find(src, args.topic, args.partition)
-    findings = src.findings(args.topic, args.partition)
-    hist = src.history(args.topic, args.partition)
+    v = src.partition(args.topic, args.partition)
+    since = max(0, v.last_seen - args.since) if args.since is not None else 0
+    findings = src.findings(args.topic, args.partition, since)
+    hist = src.history(args.topic, args.partition, since)
     if args.plot:
         from monitor.plot import plot_watermarks
 
-        plot_watermarks(v, hist, findings, Path(args.plot))
+        try:
+            plot_watermarks(v, hist, findings, Path(args.plot))
+        except ValueError as e:  # no history in the window
+            raise SourceError(f"{e} in {src.label}") from None
     if args.json:
         return _emit_json(
             {"partition": v.to_dict(), "findings": findings, "history": [asdict(s) for s in hist]}
@@ -328,7 +430,7 @@ def run_explain(args: argparse.Namespace) -> int:
 def run_what_if(args: argparse.Namespace) -> int:
     src = _source(args)
     stopped = set(args.broker)
-    impacts = what_if(src.partitions(), stopped)
+    impacts = what_if(src.holding(stopped), stopped)
     if args.json:
         return _emit_json([asdict(i) for i in impacts])
     if not impacts:
@@ -346,6 +448,7 @@ def run_what_if(args: argparse.Namespace) -> int:
     )
     print(f"  uncommitted offsets on stopped leaders: {unc}")
     print()
+    shown = impacts[: max(0, args.limit)]
     print(
         table(
             [
@@ -357,7 +460,7 @@ def run_what_if(args: argparse.Namespace) -> int:
                     str(i.committed_at_stake),
                     str(i.uncommitted_at_stake),
                 ]
-                for i in impacts
+                for i in shown
             ],
             [
                 "PARTITION",
@@ -369,6 +472,8 @@ def run_what_if(args: argparse.Namespace) -> int:
             ],
         )
     )
+    if len(impacts) > len(shown):
+        print(f"... and {len(impacts) - len(shown)} more (--limit N, or --json for all)")
     return 0
 
 
@@ -378,7 +483,7 @@ def run_audit(args: argparse.Namespace) -> int:
         t: c for (_cl, t), c in src.topic_configs().items() if args.topic is None or t == args.topic
     }
     if args.topic and not configs:
-        raise SourceError(f"no configuration seen for topic {args.topic}")
+        raise SourceError(f"no configuration seen for topic {args.topic} in {src.label}")
     rows = audit(configs)
     if args.json:
         return _emit_json([asdict(r) for r in rows])
