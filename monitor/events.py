@@ -57,7 +57,9 @@ class PartitionEvent(_Event):
     kind: Literal["partition"]
     topic: TopicName
     partition: Annotated[int, Field(ge=0, le=INT32_MAX)]
-    leader: BrokerId | None = Field(description="Leader broker id; null when offline.")
+    leader: BrokerId | None = Field(
+        default=None, description="Leader broker id; null or absent when offline."
+    )
     leader_epoch: Annotated[int, Field(ge=0, le=INT32_MAX)]
     replicas: list[BrokerId] = Field(max_length=1024, description="Assigned replicas, in order.")
     isr: list[BrokerId] = Field(max_length=1024)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from monitor.collector.admin import PartitionMetadata, TopicDurability
 from monitor.collector.build import (
@@ -15,6 +15,7 @@ from monitor.collector.build import (
 )
 from monitor.collector.config import CollectorConfig, KafkaClientSettings
 from monitor.collector.jmx import JmxNames, parse
+from monitor.events import dumps, parse_event
 
 PAGE = """\
 # HELP kafka_log_log_end_offset Log end offset
@@ -63,6 +64,29 @@ def test_built_events_validate_and_carry_the_readings() -> None:
     be = broker_event("c", 2, 1_000, s)
     assert be.alive and be.active_controller and be.unclean_elections_total == 2
     assert event_key(pe) == b"c/orders/0" and event_key(be) == b"c/broker/2"
+
+
+def test_what_the_collector_publishes_its_own_contract_accepts() -> None:
+    """The wire form drops nulls (``dumps``): an offline partition's event has no ``leader``
+    key at all, and must still be valid (found by the demo: the Spark job dead-lettered
+    every offline partition's event while the in-process path never serialised them)."""
+    s = parse(PAGE, JmxNames())
+    meta = [
+        PartitionMetadata("orders", 0, None, 4, (1, 2), (), (1,), (1,)),
+        PartitionMetadata("orders", 1, 2, 7, (1, 2), (2,), (), None),
+    ]
+    events: list[object] = [
+        *partition_events("c", 1_000, meta, {("orders", 1): 42}),
+        *replica_events("c", 2, 1_000, s, keep={"orders"}),
+        *topic_config_events("c", 1_000, {"orders": TopicDurability(2, False)}, meta),
+        broker_event("c", 3, 1_000, None),
+        broker_event("c", 2, 1_000, s),
+    ]
+    for ev in events:
+        assert isinstance(ev, BaseModel)
+        wire = dumps(ev)
+        assert parse_event(wire.encode()) == ev, wire
+    assert '"leader"' not in dumps(events[0])  # type: ignore[arg-type]
 
 
 def test_config_errors_name_the_key() -> None:
