@@ -58,6 +58,15 @@ def add_options(p: argparse.ArgumentParser) -> None:
         help="extra Spark setting (repeatable)",
     )
     p.add_argument("--stale-after-ms", type=int, help="model: silence before stale_telemetry")
+    p.add_argument(
+        "--metrics-port", type=int, help="serve Prometheus /metrics on this port (off if unset)"
+    )
+    p.add_argument("--metrics-host", help="bind address of /metrics (127.0.0.1)")
+    p.add_argument(
+        "--per-partition",
+        choices=("findings", "all", "none"),
+        help="per-partition series: with an open finding (default), all, or none",
+    )
 
 
 def config_from_args(args: argparse.Namespace) -> StreamingConfig:
@@ -75,6 +84,9 @@ def config_from_args(args: argparse.Namespace) -> StreamingConfig:
         "starting_offsets": args.starting_offsets,
         "max_offsets_per_trigger": args.max_offsets_per_trigger,
         "once": args.once,
+        "metrics_port": args.metrics_port,
+        "metrics_host": args.metrics_host,
+        "per_partition": args.per_partition,
     }
     if args.master is not None:
         overrides["master"] = None if args.master.lower() == "none" else args.master

@@ -112,6 +112,18 @@ class StreamingConfig(BaseSettings):
         "the newest observed_at it applied (a backlog replay does not look like silence)",
     )
     once: bool = Field(False, description="process what is available, then stop (availableNow)")
+
+    # -- the Prometheus exporter (in the driver) --------------------------------------------
+    metrics_port: int | None = Field(
+        None, ge=0, le=65_535, description="serve /metrics on this port (None: no exporter)"
+    )
+    metrics_host: str = Field(
+        "127.0.0.1", min_length=1, description="bind address of /metrics (0.0.0.0: every one)"
+    )
+    per_partition: Literal["findings", "all", "none"] = Field(
+        "findings",
+        description="per-partition series: partitions with an open finding, all, or none",
+    )
     model: ModelSettings = Field(default_factory=ModelSettings)
 
     @field_validator("events_topic", "findings_topic", "deadletter_topic")

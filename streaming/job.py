@@ -408,33 +408,57 @@ def _offsets(value: Any) -> Any:
 
 
 def run(cfg: StreamingConfig, hooks: Sequence[Hook] = ()) -> int:
-    """Run the job until stopped (or, with ``once``, until the source is drained)."""
+    """Run the job until stopped (or, with ``once``, until the source is drained).
+
+    With ``cfg.metrics_port`` set, the driver also serves Prometheus ``/metrics``
+    (:mod:`streaming.exporter`), seeded from the state store and refreshed every batch.
+    """
     from streaming.session import build_session, kafka_jars
 
+    exporter = None
+    if cfg.metrics_port is not None:
+        from streaming.exporter import JobExporter
+
+        exporter = JobExporter(
+            cfg.store_location, cfg.metrics_host, cfg.metrics_port, cfg.per_partition
+        )
+        exporter.start()  # before Spark: a port in use fails fast, and /metrics says "down"
+        hooks = [*hooks, exporter.hook]
     jars = cfg.jars if cfg.jars is not None else kafka_jars()
-    spark = build_session(
-        master=cfg.master,
-        app_name=cfg.app_name,
-        shuffle_partitions=cfg.shuffle_partitions,
-        jars=jars,
-        conf=cfg.spark_conf,
-    )
-    job = start(spark, cfg, hooks=hooks)
-    print(
-        f"monitor stream: reading {cfg.events_topic} on {cfg.bootstrap}; findings -> "
-        f"{cfg.findings_topic}, dead letters -> {cfg.deadletter_topic}, state -> {cfg.store}; "
-        f"checkpoint {cfg.checkpoint_location}",
-        flush=True,
-    )
     try:
-        if cfg.once:
-            # availableNow never ends with processing-time timers: drain, then stop.
-            job.drain()
+        spark = build_session(
+            master=cfg.master,
+            app_name=cfg.app_name,
+            shuffle_partitions=cfg.shuffle_partitions,
+            jars=jars,
+            conf=cfg.spark_conf,
+        )
+        job = start(spark, cfg, hooks=hooks)
+        if exporter is not None:
+            exporter.watch(job.query)
+        metrics = (
+            f"; /metrics on http://{cfg.metrics_host}:{cfg.metrics_port}"
+            if exporter is not None
+            else ""
+        )
+        print(
+            f"monitor stream: reading {cfg.events_topic} on {cfg.bootstrap}; findings -> "
+            f"{cfg.findings_topic}, dead letters -> {cfg.deadletter_topic}, state -> "
+            f"{cfg.store}; checkpoint {cfg.checkpoint_location}{metrics}",
+            flush=True,
+        )
+        try:
+            if cfg.once:
+                # availableNow never ends with processing-time timers: drain, then stop.
+                job.drain()
+                job.stop()
+            else:
+                job.query.awaitTermination()
+        except KeyboardInterrupt:
             job.stop()
-        else:
-            job.query.awaitTermination()
-    except KeyboardInterrupt:
-        job.stop()
+    finally:
+        if exporter is not None:
+            exporter.stop()
     c = job.counters
     print(
         f"monitor stream: {c.batches} batches, {c.accepted} events accepted, "

@@ -1,0 +1,102 @@
+"""The exporter in the job's driver: fed by every batch, and seeded from the state store.
+
+After a restart the driver's snapshot is empty until batches touch partitions; seeding it
+from the store means an unclean election just before the restart still shows (and pages),
+and partitions with open conditions keep their series.
+"""
+
+from __future__ import annotations
+
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from monitor.ops.prom import free_port
+from streaming.config import StreamingConfig
+from streaming.exporter import JobExporter
+from streaming.job import BatchOutput, parquet_source, start
+from tests.scenarios import SCENARIOS
+from tests.streaming.helpers import renamed, run_to_idle, split, write_batches
+
+pytestmark = pytest.mark.spark
+
+
+def _scrape(port: int) -> str:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+        return str(r.read().decode())
+
+
+def _series(text: str, name: str) -> list[str]:
+    return [ln for ln in text.splitlines() if ln.startswith((name + "{", name + " "))]
+
+
+def _value(text: str, name: str) -> float:
+    return float(_series(text, name)[0].split()[1])
+
+
+def test_batches_feed_metrics_and_a_restarted_exporter_is_seeded(
+    spark: Any, tmp_path: Path
+) -> None:
+    sc = next(s for s in SCENARIOS if s.name == "unclean_election")
+    records = renamed(sc.path.read_bytes().splitlines(), "c1")
+    records.append(b'{"not": "an event"}')
+    write_batches(tmp_path / "source", split(records, 3))
+    cfg = StreamingConfig(
+        checkpoint=str(tmp_path / "checkpoint"),
+        store=str(tmp_path / "store"),
+        trigger_seconds=0.5,
+        tick_ms=3_600_000,
+        jars=[],
+    )
+    forever = 1e12  # the scenario's clock is in the past: keep its one-off findings
+    live = JobExporter(cfg.store_location, port=free_port(), event_retention_s=forever)
+    live.start()
+    try:
+        job = start(
+            spark,
+            cfg,
+            source=parquet_source(spark, str(tmp_path / "source")),
+            hooks=[live.hook],
+            write_kafka=False,
+        )
+        run_to_idle(job)
+        job.stop()
+        text = _scrape(live.server.port)
+    finally:
+        live.stop()
+    assert live.hook_errors == 0
+    loss = _series(text, "kafka_replication_partition_last_loss_offsets")
+    assert loss and loss[0].endswith(" 4000.0"), loss
+    assert any(
+        'kind="unclean_election"' in s
+        for s in _series(text, "kafka_replication_finding_last_event_timestamp_seconds")
+    )
+    accepted = _value(text, "kafka_replication_monitor_events_processed_total")
+    dead = _value(text, "kafka_replication_monitor_events_dead_lettered_total")
+    assert (accepted, dead) == (len(records) - 1, 1)
+
+    # A new driver (after a restart), before any batch: the store alone.
+    seeded = JobExporter(cfg.store_location, port=free_port(), event_retention_s=forever)
+    assert seeded.seed() > 0
+    seeded.server.start()
+    try:
+        again = _scrape(seeded.server.port)
+    finally:
+        seeded.stop()
+    assert _series(again, "kafka_replication_partition_last_loss_offsets") == loss
+    for name in (
+        "kafka_replication_finding_last_event_timestamp_seconds",
+        "kafka_replication_partition_high_watermark",
+    ):
+        assert sorted(_series(again, name)) == sorted(_series(text, name)), name
+
+
+def test_a_failing_snapshot_never_fails_the_batch(tmp_path: Path) -> None:
+    exp = JobExporter(str(tmp_path / "nothing"), port=free_port())
+
+    broken = BatchOutput(7, [{"kind": "no_such_kind"}], states=None, stats={})
+    exp.hook(broken)
+    assert exp.hook_errors == 1
+    assert exp.seed() == 0  # no store yet: nothing to seed, no error
