@@ -1,8 +1,11 @@
 """``monitor demo``: a real cluster loses data, and the monitor says exactly what happened.
 
-Starts the lab (3 KRaft brokers from Maven jars), the collector, the engine with the
-Prometheus exporter, Prometheus with the shipped rules and Alertmanager with the shipped
-routes, then plays a scripted incident on a topic under steady traffic:
+Starts the lab (3 KRaft brokers from Maven jars) and, beside it, a one-broker "monitor
+cluster" for the monitor's own topics (a monitor whose telemetry rides on the cluster it
+watches goes blind during the very outage it must report); the collector publishing events
+there; the Spark job (``monitor stream``, its own process) with the Prometheus exporter in its
+driver; Prometheus with the shipped rules and Alertmanager with the shipped routes. Then it
+plays a scripted incident on a topic under steady traffic:
 
 1. a follower stalls -> the ISR shrinks -> under min ISR (an acks=all write is refused);
 2. the follower returns;
@@ -10,9 +13,10 @@ routes, then plays a scripted incident on a topic under steady traffic:
    lagging replica survives -> offline -> a forced unclean election loses committed data;
 4. recovery: the old leader returns, a preferred election gives it back its leadership.
 
-A live log shows findings and Prometheus alerts as they change; the end prints an incident
-summary (detection delays, committed offsets lost, confirmed by a consumer reading the topic
-back) and draws the victim partition's watermark diagram. Every process it started is
+A live log shows findings (read from the job's findings topic) and Prometheus alerts as they
+change; the end prints an incident summary (detection delays, committed offsets lost,
+confirmed by a consumer reading the topic back), writes ``summary.json`` and draws the victim
+partition's watermark diagram from the job's state store. Every process it started is
 stopped at the end or on Ctrl-C.
 """
 
@@ -28,18 +32,40 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from monitor.collector import Collector, CollectorConfig, RoundResult
-from monitor.engine import LocalEngine
-from monitor.exporter import MetricsServer
-from monitor.model import Finding, FindingKind, ModelConfig, Severity
+from monitor.collector import Collector, CollectorConfig
+from monitor.exporter.driver import view_from_state_row
+from monitor.model import Finding, FindingKind, Severity
 from monitor.ops.prom import AlertmanagerProcess, PrometheusProcess, WebhookReceiver, free_port
+from monitor.ops.spark import SparkStandalone
+from monitor.ops.stream import FindingsReader, StreamProcess
 from monitor.plot import plot_watermarks
 from monitor.render import summary
-from monitor.sources import Sample, sample_of
-from monitor.views import PartitionView, partition_view
+from monitor.sources import sample_of
+from monitor.views import PartitionView
 
 TOPIC = "orders"
 K = FindingKind
+EVENTS, FINDINGS, DEADLETTER = (
+    "__replication_monitor_events",
+    "__replication_monitor_findings",
+    "__replication_monitor_deadletter",
+)
+#: The lab's broker settings make faults show within seconds; the model's lag thresholds
+#: follow (3 collection intervals, as docs/findings.md recommends). Passed to the job as
+#: MONITOR_STREAMING_* settings.
+STREAM_ENV = {
+    "MONITOR_STREAMING_MODEL__FOLLOWER_LAG_MS": "6000",
+    "MONITOR_STREAMING_MODEL__HW_LAG_MS": "6000",
+    "MONITOR_STREAMING_MODEL__STALE_AFTER_MS": "15000",
+}
+#: Which injected fault each alert answers (for the fault -> firing delays).
+ALERT_FAULT = {
+    "offline": "kill",
+    "unclean_election": "unclean",
+    "committed_data_loss": "unclean",
+    "leader_election": "kill",
+}
+STREAM_ARGS = ["--trigger-seconds", "1", "--tick-ms", "2000", "--buckets", "2"]
 
 
 @dataclass
@@ -50,23 +76,25 @@ class Phase:
 
 
 class Demo:
-    def __init__(self, workdir: Path, short: bool, out: Callable[[str], None] = print) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        short: bool,
+        out: Callable[[str], None] = print,
+        standalone: bool = False,
+    ) -> None:
         self.workdir = workdir
         self.short = short
+        self.standalone = standalone
         self.say = out
         self.phases: list[Phase] = []
         self.fault_times: dict[str, float] = {}
         self.alert_first_firing: dict[str, float] = {}
         self._stop = threading.Event()
         self.acks = workdir / "acks.jsonl"
-        self.history: list[Sample] = []
-        self._phase_start = 0  # the victim partition, for the watermark diagram
-        # Lab broker settings make faults show within seconds; the model's lag thresholds
-        # follow (3 collection intervals, as docs/findings.md recommends).
-        self.engine = LocalEngine(
-            ModelConfig(follower_lag_ms=6_000, hw_lag_ms=6_000, stale_after_ms=15_000),
-            on_finding=self._on_finding,
-        )
+        self._phase_start = 0
+        self.findings: list[Finding] = []  # as read from the findings topic
+        self.stream: StreamProcess | None = None
 
     # -- output ------------------------------------------------------------------------
 
@@ -85,14 +113,14 @@ class Demo:
 
     def phase(self, name: str) -> None:
         self.phases.append(Phase(name, time.monotonic()))
-        self._phase_start = len(self.engine.findings)
+        self._phase_start = len(self.findings)
         self.say(f"\n== {name}")
 
     def wait_for(self, what: str, pred: Callable[[Finding], bool], timeout: float) -> Finding:
         deadline = time.monotonic() + timeout
         seen = self._phase_start  # only what this phase caused
         while time.monotonic() < deadline:
-            found = self.engine.findings[seen:]
+            found = self.findings[seen:]
             seen += len(found)
             for f in found:
                 if pred(f):
@@ -110,15 +138,42 @@ class Demo:
         from monitor.lab.ports import reserve_base_port
 
         # A fresh cluster every time: the incident must start from a healthy, empty topic.
-        for sub in ("lab", "prometheus", "alertmanager"):
+        for sub in ("lab", "monitor-cluster", "stream", "spark", "prometheus", "alertmanager"):
             shutil.rmtree(self.workdir / sub, ignore_errors=True)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.acks.unlink(missing_ok=True)
         exporter_port, collector_port = free_port(), free_port()
         hook = WebhookReceiver()
-        with reserve_base_port(19092, tries=20) as base_port:
+        with (
+            reserve_base_port(19092, tries=20) as base_port,
+            reserve_base_port(base_port + 500, tries=20, brokers=1) as monitor_port,
+        ):
             lab = Lab(LabConfig(dir=self.workdir / "lab", base_port=base_port))
-            server = MetricsServer(self.engine.snapshot, port=exporter_port)
+            mon = Lab(
+                LabConfig(
+                    dir=self.workdir / "monitor-cluster",
+                    base_port=monitor_port,
+                    brokers=1,
+                    extra_broker_config=ONE_BROKER,
+                )
+            )
+            spark = SparkStandalone(self.workdir / "spark") if self.standalone else None
+            stream_args = list(STREAM_ARGS)
+            if spark is not None:
+                stream_args += [
+                    "--master", spark.url,
+                    "--conf", "spark.executor.memory=1g",
+                    "--conf", "spark.cores.max=2",
+                ]  # fmt: skip
+            stream = self.stream = StreamProcess(
+                self.workdir / "stream",
+                mon.bootstrap_servers,
+                metrics_port=exporter_port,
+                args=stream_args,
+                env={**STREAM_ENV, **(spark.env if spark is not None else {})},
+            )
+            reader = FindingsReader(mon.bootstrap_servers, FINDINGS, self._on_finding)
+            reader.findings = self.findings
             am = AlertmanagerProcess(self.workdir / "alertmanager", webhook=hook.address)
             prom = PrometheusProcess(
                 self.workdir / "prometheus",
@@ -131,15 +186,30 @@ class Demo:
             collector: Collector | None = None
             threads: list[threading.Thread] = []
             try:
-                self.say("== setup: lab (3 brokers), exporter, Prometheus, Alertmanager")
+                self.say(
+                    "== setup: lab (3 brokers), monitor cluster (1 broker), Spark job with "
+                    "exporter, Prometheus, Alertmanager"
+                )
                 lab.up()
+                mon.up()
+                if spark is not None:
+                    spark.start()
+                    self.say(f"   Spark standalone master {spark.url} with 1 worker")
+                for name in (EVENTS, FINDINGS, DEADLETTER):
+                    create_topic(
+                        mon.bootstrap_servers,
+                        name,
+                        partitions=2 if name == EVENTS else 1,
+                        replication_factor=1,
+                        min_insync_replicas=1,
+                    )
+                stream.start()
                 hook.start()
-                server.start()
                 am.start()
                 prom.start()
                 self.say(
                     f"   Prometheus {prom.url}  Alertmanager http://{am.address}  "
-                    f"exporter http://127.0.0.1:{exporter_port}/metrics"
+                    f"exporter {stream.metrics_url}  job log {stream.log_path}"
                 )
                 create_topic(
                     lab.bootstrap_servers, TOPIC, assignments={0: [1, 2]}, min_insync_replicas=2
@@ -151,6 +221,8 @@ class Demo:
                             "bootstrap_servers": lab.bootstrap_servers,
                             "request_timeout_ms": 3000,
                         },
+                        events_kafka={"bootstrap_servers": mon.bootstrap_servers},
+                        events_topic=EVENTS,
                         jmx_urls=lab.jmx_urls,
                         interval_s=1.0,
                         jmx_timeout_s=1.0,
@@ -158,16 +230,9 @@ class Demo:
                         metrics_port=collector_port,
                     )
                 )
-                collector.start(produce=False)
-
-                def on_round(res: RoundResult) -> None:
-                    self.engine.feed(res.events, now_ms=int(time.time() * 1000))
-                    self._record()
-
+                collector.start(produce=True)
                 threads = [
-                    threading.Thread(
-                        target=collector.run, kwargs={"on_round": on_round}, daemon=True
-                    ),
+                    threading.Thread(target=collector.run, daemon=True),
                     threading.Thread(
                         target=self._traffic, args=(lab.bootstrap_servers, produce), daemon=True
                     ),
@@ -175,19 +240,36 @@ class Demo:
                 ]
                 for t in threads:
                     t.start()
+                reader.start()
+                waited = [0.0]
+
+                def progress(s: float) -> None:
+                    if s - waited[0] >= 15:
+                        waited[0] = s
+                        self.say(f"   waiting for the Spark job's first batch ({s:.0f}s)")
+
+                stream.wait_processing(300, progress)
                 self._incident(lab, elect_leader)
                 report = verify(lab.bootstrap_servers, TOPIC, self.acks, settle_s=5)
-                return self._summary(report.lost_count, prom, hook, lab)
+                return self._summary(report.partitions[0].lost, prom, hook, lab)
             finally:
                 self._stop.set()
                 if collector is not None:
                     collector.stop()
                 for t in threads:
                     t.join(timeout=15)
-                for stop in (prom.stop, am.stop, server.stop, hook.stop, lab.down):
+                stops = [reader.stop, stream.stop, prom.stop, am.stop, hook.stop]
+                if spark is not None:
+                    stops.insert(2, spark.stop)
+                for stop in stops:
                     try:
                         stop()
                     except Exception as e:  # keep stopping the rest
+                        self.say(f"   (while stopping: {e!r})")
+                for cluster in (lab, mon):
+                    try:
+                        cluster.down()
+                    except Exception as e:
                         self.say(f"   (while stopping: {e!r})")
 
     def _traffic(self, bootstrap: str, produce: Callable[..., object]) -> None:
@@ -307,15 +389,22 @@ class Demo:
             producer.close(timeout=5)
 
     def _summary(
-        self, consumer_lost: int, prom: PrometheusProcess, hook: WebhookReceiver, lab: object
+        self, lost_offsets: list[int], prom: PrometheusProcess, hook: WebhookReceiver, lab: object
     ) -> int:
-        findings = [f for f in self.engine.findings if f.topic == TOPIC]
+        findings = [f for f in self.findings if f.topic == TOPIC]
         loss = [f for f in findings if f.kind == K.COMMITTED_DATA_LOSS]
         committed = sum(int(f.details["lost_count"]) for f in loss)
         held = sum(int(f.details["old_leader_offsets_lost"]) for f in loss)
-        # What the leader could acknowledge between its last sample and the crash: one
-        # collection round (1 s) and a scrape's delay at the traffic's 100 records/s.
-        slack = 2 * 100
+        consumer_lost = len(lost_offsets)
+        # The consumer's lost offsets, split at what the monitor last saw of the old leader:
+        # [new leader's LEO, old leader's last sampled LEO) is what the monitor reports as
+        # held and lost; offsets above were acknowledged (acks=1) after its last sample,
+        # which no sampling monitor can see.
+        ranges = [
+            (int(f.details["new_leader_leo"]), int(f.details["leader_before_leo"])) for f in loss
+        ]
+        seen = sum(1 for o in lost_offsets if any(lo <= o < hi for lo, hi in ranges))
+        after = sum(1 for o in lost_offsets if all(o >= hi for _lo, hi in ranges))
         # Pages reach the webhook after Alertmanager's group_wait: give them a moment.
         deadline = time.monotonic() + 30
         while "committed_data_loss" not in hook.alertnames() and time.monotonic() < deadline:
@@ -324,54 +413,110 @@ class Demo:
         for ph in self.phases[1:]:
             for kind, t in sorted(ph.detected.items(), key=lambda kv: kv[1]):
                 self.say(f"   {ph.name[:40]:<40} {kind:<20} detected +{t - ph.started:5.1f}s")
+        alert_delays: dict[str, float] = {}
         for name, t in sorted(self.alert_first_firing.items(), key=lambda kv: kv[1]):
-            base = self.fault_times.get("stall", t)
-            self.say(f"   alert {name:<22} first firing {t - base:6.1f}s after the first fault")
+            fault = ALERT_FAULT.get(name, "stall")
+            base = self.fault_times.get(fault)
+            if base is None or t < base:
+                self.say(f"   alert {name:<22} firing (not caused by an injected fault)")
+                continue
+            alert_delays[name] = round(t - base, 1)
+            self.say(f"   alert {name:<22} first firing {t - base:6.1f}s after the {fault}")
         self.say(f"   pages and tickets delivered by Alertmanager: {sorted(hook.alertnames())}")
         self.say(f"   committed offsets lost (HW last observed vs new leader's log): {committed}")
         self.say(
             f"   acknowledged records lost (consumer read-back):                 {consumer_lost}"
         )
         self.say(f"   held by the old leader at its last sample, not by the new one:  {held}")
+        self.say(
+            f"   of the consumer's {consumer_lost}: {seen} in the range the monitor reported, "
+            f"{after} acknowledged after its last sample of the old leader"
+        )
         plot = self.workdir / "explain-orders-0.png"
         self._plot(plot)
         (self.workdir / "findings.jsonl").write_text(
-            "".join(json.dumps(f.to_dict()) + "\n" for f in self.engine.findings)
+            "".join(json.dumps(f.to_dict()) + "\n" for f in self.findings)
         )
         self.say(f"   watermark diagram: {plot}")
-        # acks=1 writes acknowledged after the last sample are lost too (sampling cannot
-        # see them), so the consumer counts a little more than the monitor.
-        ok = 0 < committed <= held <= consumer_lost <= held + slack
+        stored = self._stored_kinds()
+        self.say(f"   findings in the job's state store: {sorted(stored)}")
+        detected = {
+            ph.name: {k: round(t - ph.started, 1) for k, t in ph.detected.items()}
+            for ph in self.phases[1:]
+        }
+        (self.workdir / "summary.json").write_text(
+            json.dumps(
+                {
+                    "detected_after_phase_start_s": detected,
+                    "alert_firing_after_fault_s": alert_delays,
+                    "alertmanager_received": sorted(hook.alertnames()),
+                    "committed_offsets_lost": committed,
+                    "consumer_lost": consumer_lost,
+                    "held_by_old_leader": held,
+                    "consumer_lost_in_reported_range": seen,
+                    "consumer_lost_after_last_sample": after,
+                    "store_finding_kinds": sorted(stored),
+                },
+                indent=2,
+            )
+            + "\n"
+        )
+        # Every offset of the reported range was acknowledged to the demo's producer (the
+        # topic has no other writer), so the consumer must miss exactly those; the rest of
+        # what it misses lies above the range. A few acknowledgements may have been lost
+        # with the leader's crash (not logged, so not counted): allow 2 %.
+        ok = (
+            0 < committed <= held
+            and held - max(5, held // 50) <= seen <= held
+            and seen + after == consumer_lost
+        )
         self.say(
             "   verdict: "
             + (
-                f"consistent: committed <= held <= lost by the consumer <= held + {slack} "
-                "(one collection interval of writes)"
+                "consistent: the consumer misses exactly the offsets the monitor reported "
+                "lost, plus writes acknowledged after the monitor's last sample"
                 if ok
-                else "INCONSISTENT: the monitor's numbers do not bracket what the consumer saw"
+                else "INCONSISTENT: the monitor's numbers do not match what the consumer saw"
             )
         )
         return 0 if ok else 1
 
-    def _victim(self) -> PartitionView | None:
-        model = self.engine.model
-        ps = model.partitions.get(("lab", TOPIC, 0))
-        if ps is None:
-            return None
-        ts = model.topics.get(("lab", TOPIC))
-        return partition_view(ps, ts.config if ts else None)
+    def _victim_rows(self) -> list[PartitionView]:
+        """The victim partition's rows in the job's state store, oldest first."""
+        from streaming.store import history
 
-    def _record(self) -> None:
-        v = self._victim()
-        if v is not None and v.last_seen >= 0:
-            self.history.append(sample_of(v, v.last_seen))
+        if self.stream is None or not self.stream.store.exists():
+            return []
+        return [view_from_state_row(r) for r in history(str(self.stream.store), "lab", TOPIC, 0)]
+
+    def _stored_kinds(self) -> set[str]:
+        from streaming.store import findings
+
+        if self.stream is None or not self.stream.store.exists():
+            return set()
+        return {f["kind"] for f in findings(str(self.stream.store)) if f.get("topic") == TOPIC}
 
     def _plot(self, path: Path) -> None:
-        v = self._victim()
-        if v is None or not self.history:
+        views = self._victim_rows()
+        if not views:
+            self.say("   (no state rows of the victim partition in the store: no diagram)")
             return
-        mine = [f.to_dict() for f in self.engine.findings if f.topic == TOPIC]
-        plot_watermarks(v, self.history, mine, path)
+        samples = [sample_of(v, v.last_seen) for v in views if v.last_seen >= 0]
+        mine = [f.to_dict() for f in self.findings if f.topic == TOPIC]
+        plot_watermarks(views[-1], samples, mine, path)
+
+
+#: A one-broker cluster: internal topics with one replica.
+ONE_BROKER = {
+    name: "1"
+    for name in (
+        "offsets.topic.replication.factor",
+        "transaction.state.log.replication.factor",
+        "transaction.state.log.min.isr",
+        "share.coordinator.state.topic.replication.factor",
+        "default.replication.factor",
+    )
+}
 
 
 def _set_min_isr(bootstrap: str, value: int) -> None:
@@ -395,6 +540,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--dir", type=Path, default=None, help="work folder (default .cache/demo)")
     p.add_argument("--short", action="store_true", help="shorter waits (CI)")
+    p.add_argument(
+        "--standalone",
+        action="store_true",
+        help="run the Spark job on a local standalone cluster (master + 1 worker)",
+    )
     p.set_defaults(func=run)
 
 
@@ -402,7 +552,7 @@ def run(args: argparse.Namespace) -> int:
     from monitor.lab.paths import cache_root
 
     workdir = args.dir or cache_root() / "demo"
-    demo = Demo(workdir, args.short)
+    demo = Demo(workdir, args.short, standalone=args.standalone)
     try:
         return demo.run()
     except TimeoutError as e:
