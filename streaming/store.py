@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -387,3 +388,38 @@ class StoreReader:
         if best is None and snap.is_file():
             best = (int(json.loads(snap.read_text())["upto_batch"]), snap.stat().st_mtime)
         return best
+
+
+# --- keeping the store small -------------------------------------------------------------------
+
+
+class Compactor:
+    """A driver hook: every ``every`` batches, fold the batches older than ``history_s`` into
+    the snapshot (one row per partition), so "latest state" questions read ~one row per
+    partition plus the recent history, not every row ever written.
+
+    Recent batches stay as they are: they are ``explain``'s watermark history. Only batches
+    before the current one are folded (those the query has committed). A reader that loses a
+    file to a concurrent compaction retries (:class:`StoreReader`).
+    """
+
+    def __init__(self, store: str, every: int = 100, history_s: float = 3600.0) -> None:
+        self.store = store
+        self.every = every
+        self.history_s = history_s
+        self.compactions = 0
+
+    def __call__(self, batch: Any) -> None:
+        batch_id = int(batch.batch_id)
+        if self.every <= 0 or "://" in self.store or batch_id % self.every:
+            return
+        horizon = time.time() - self.history_s
+        old = [
+            int(p.name.split("=", 1)[1])
+            for p in Path(self.store).glob("state/batch_id=*")
+            if p.stat().st_mtime < horizon
+        ]
+        upto = max((b for b in old if b < batch_id), default=-1)
+        if upto >= 0:
+            compact(self.store, upto)
+            self.compactions += 1

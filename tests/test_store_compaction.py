@@ -1,0 +1,45 @@
+"""The job's store compaction hook: old batches fold into the snapshot, recent ones stay as
+history, and the latest state of every partition is unchanged."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench._synthetic_store import write_store
+from streaming.store import Compactor, current_state, history
+
+
+@dataclass
+class _Batch:
+    batch_id: int
+
+
+def _folders(root: Path) -> list[int]:
+    return sorted(int(p.name.split("=")[1]) for p in root.glob("state/batch_id=*"))
+
+
+def test_compactor_folds_only_old_committed_batches(tmp_path: Path) -> None:
+    store = write_store(tmp_path / "store", 2_000, phases=4)
+    root = store.root
+    before = {(r["topic"], r["partition"]): r for r in current_state(str(root))}
+    assert _folders(root) == [0, 1, 2, 3]
+    old = time.time() - 7200
+    for b in (0, 1):  # two hours old; 2 and 3 are recent
+        os.utime(root / "state" / f"batch_id={b}", (old, old))
+
+    hook = Compactor(str(root), every=4, history_s=3600)
+    hook(_Batch(3))  # not a multiple of 4: nothing
+    assert hook.compactions == 0 and _folders(root) == [0, 1, 2, 3]
+    hook(_Batch(4))
+    assert hook.compactions == 1
+    assert _folders(root) == [2, 3]  # recent history kept for explain
+    after = {(r["topic"], r["partition"]): r for r in current_state(str(root))}
+    assert after.keys() == before.keys()
+    for key, row in before.items():
+        assert after[key]["high_watermark"] == row["high_watermark"], key
+        assert after[key]["updated_at"] == row["updated_at"], key
+    (topic, part), row = next(iter(before.items()))
+    assert len(history(str(root), row["cluster"], topic, part)) >= 2  # snapshot + recent
