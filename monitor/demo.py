@@ -90,6 +90,7 @@ class Demo:
         self.phases: list[Phase] = []
         self.fault_times: dict[str, float] = {}
         self.alert_first_firing: dict[str, float] = {}
+        self.page_first: dict[str, float] = {}  # first delivery to the pager (webhook)
         self._stop = threading.Event()
         self.acks = workdir / "acks.jsonl"
         self._phase_start = 0
@@ -236,7 +237,7 @@ class Demo:
                     threading.Thread(
                         target=self._traffic, args=(lab.bootstrap_servers, produce), daemon=True
                     ),
-                    threading.Thread(target=self._watch_alerts, args=(prom,), daemon=True),
+                    threading.Thread(target=self._watch_alerts, args=(prom, hook), daemon=True),
                 ]
                 for t in threads:
                     t.start()
@@ -293,9 +294,12 @@ class Demo:
                     self.say(f"   (traffic: {type(e).__name__}: {str(e)[:100]}; retrying)")
                 time.sleep(0.5)
 
-    def _watch_alerts(self, prom: PrometheusProcess) -> None:
+    def _watch_alerts(self, prom: PrometheusProcess, pager: WebhookReceiver) -> None:
         firing: set[str] = set()
         while not self._stop.wait(1.0):
+            for name in sorted(pager.alertnames() - set(self.page_first)):
+                self.page_first[name] = time.monotonic()
+                self.say(f"  >> PAGE delivered  {name}")
             try:
                 now = {a["labels"]["alertname"] for a in prom.alerts() if a["state"] == "firing"}
             except Exception:
@@ -326,11 +330,12 @@ class Demo:
         lab.pause(2)
         self.wait_for("under_min_isr", mine(K.UNDER_MIN_ISR, "open"), 90)
         self._probe_acks_all(lab.bootstrap_servers)
-        # The page: Prometheus fires under_min_isr once it has held for the rule's `for`.
+        # The page: Prometheus fires under_min_isr once it has held for the rule's `for`,
+        # Alertmanager delivers it to the pager after the route's group_wait.
         deadline = time.monotonic() + 150
-        while "under_min_isr" not in self.alert_first_firing:
+        while "under_min_isr" not in self.page_first:
             if time.monotonic() > deadline:
-                raise TimeoutError("Prometheus did not fire under_min_isr within 150s")
+                raise TimeoutError("under_min_isr did not reach the pager within 150s")
             time.sleep(1)
 
         self.phase("2. follower 2 returns (SIGCONT)")
@@ -414,6 +419,7 @@ class Demo:
             for kind, t in sorted(ph.detected.items(), key=lambda kv: kv[1]):
                 self.say(f"   {ph.name[:40]:<40} {kind:<20} detected +{t - ph.started:5.1f}s")
         alert_delays: dict[str, float] = {}
+        page_delays: dict[str, float] = {}
         for name, t in sorted(self.alert_first_firing.items(), key=lambda kv: kv[1]):
             fault = ALERT_FAULT.get(name, "stall")
             base = self.fault_times.get(fault)
@@ -421,7 +427,11 @@ class Demo:
                 self.say(f"   alert {name:<22} firing (not caused by an injected fault)")
                 continue
             alert_delays[name] = round(t - base, 1)
-            self.say(f"   alert {name:<22} first firing {t - base:6.1f}s after the {fault}")
+            paged = self.page_first.get(name)
+            page = f", paged {paged - base:6.1f}s" if paged is not None else ""
+            if paged is not None:
+                page_delays[name] = round(paged - base, 1)
+            self.say(f"   alert {name:<22} firing {t - base:6.1f}s{page} after the {fault}")
         self.say(f"   pages and tickets delivered by Alertmanager: {sorted(hook.alertnames())}")
         self.say(f"   committed offsets lost (HW last observed vs new leader's log): {committed}")
         self.say(
@@ -449,6 +459,7 @@ class Demo:
                 {
                     "detected_after_phase_start_s": detected,
                     "alert_firing_after_fault_s": alert_delays,
+                    "page_delivered_after_fault_s": page_delays,
                     "alertmanager_received": sorted(hook.alertnames()),
                     "committed_offsets_lost": committed,
                     "consumer_lost": consumer_lost,

@@ -20,10 +20,14 @@ pytestmark = [pytest.mark.lab, pytest.mark.prometheus, pytest.mark.timeout(900)]
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_short_demo_detects_alerts_and_accounts_for_the_loss(tmp_path: Path) -> None:
+@pytest.mark.parametrize("spark", ["local", "standalone"])
+def test_short_demo_detects_alerts_and_accounts_for_the_loss(tmp_path: Path, spark: str) -> None:
+    """``local``: the job on ``local[2]``; ``standalone``: the same job on a Spark standalone
+    cluster (master + 1 worker from the pyspark distribution)."""
     started = time.monotonic()
+    extra = ["--standalone"] if spark == "standalone" else []
     proc = subprocess.run(
-        [sys.executable, "-m", "monitor", "demo", "--short", "--dir", str(tmp_path)],
+        [sys.executable, "-m", "monitor", "demo", "--short", "--dir", str(tmp_path), *extra],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -46,7 +50,6 @@ def test_short_demo_detects_alerts_and_accounts_for_the_loss(tmp_path: Path) -> 
         "verdict: consistent",
     ):
         assert line in out, f"missing from the demo's output: {line!r}"
-    assert "delivered by Alertmanager: ['committed_data_loss', 'unclean_election'" in out
     assert (tmp_path / "explain-orders-0.png").stat().st_size > 10_000
     summary = json.loads((tmp_path / "summary.json").read_text())
     print(json.dumps(summary, indent=1))
@@ -55,6 +58,13 @@ def test_short_demo_detects_alerts_and_accounts_for_the_loss(tmp_path: Path) -> 
     for alert in ("under_min_isr", "unclean_election", "committed_data_loss"):
         assert alert in summary["alert_firing_after_fault_s"], alert
     assert summary["committed_offsets_lost"] > 0
+    pages = set(summary["alertmanager_received"])
+    assert {"committed_data_loss", "unclean_election", "under_min_isr"} <= pages, pages
+    assert {"committed_data_loss", "unclean_election", "under_min_isr"} <= set(
+        summary["page_delivered_after_fault_s"]
+    )
+    if spark == "standalone":
+        assert "Spark standalone master spark://127.0.0.1:" in out
     _dashboards_on_the_incident(tmp_path)
     # Every process it started is gone: no JVM or Prometheus with its folder on the line.
     leftovers = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True, text=True)
