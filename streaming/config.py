@@ -13,9 +13,10 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from monitor.collector.config import secrets_from_files
 from monitor.model import ModelConfig
 
 ENV_PREFIX = "MONITOR_STREAMING_"
@@ -63,6 +64,8 @@ class StreamingConfig(BaseSettings):
         extra="forbid",
         frozen=True,
         case_sensitive=False,
+        # A validation error must not echo the input: it may hold a password.
+        hide_input_in_errors=True,
     )
 
     # -- Kafka -------------------------------------------------------------------------------
@@ -76,8 +79,42 @@ class StreamingConfig(BaseSettings):
     )
     kafka_options: dict[str, str] = Field(
         default_factory=dict,
-        description="extra options for the Kafka source and sinks (kafka.security.protocol ...)",
+        description="extra options for the Kafka source and sinks (kafka.<client setting>); "
+        "not for secrets: use the kafka_* settings below, which Spark's logs never show",
     )
+
+    # -- Kafka security (docs/reliability.md#security) ---------------------------------------
+    # Every secret is a SecretStr (prints as **********) or comes from a file (``*_file``: its
+    # first line); the JAAS line with the password is built only in kafka_client_options().
+    kafka_security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] | None = (
+        Field(None, description="kafka.security.protocol (None: the client's PLAINTEXT)")
+    )
+    kafka_sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = None
+    kafka_sasl_username: str | None = None
+    kafka_sasl_password: SecretStr | None = None
+    kafka_sasl_password_file: Path | None = Field(
+        None, description="file whose first line is the SASL password"
+    )
+    kafka_ssl_truststore_location: str | None = Field(
+        None, description="CA certificates the brokers are checked against (PEM by default)"
+    )
+    kafka_ssl_truststore_type: Literal["PEM", "PKCS12", "JKS"] = "PEM"
+    kafka_ssl_truststore_password: SecretStr | None = None
+    kafka_ssl_truststore_password_file: Path | None = None
+    kafka_ssl_keystore_location: str | None = Field(
+        None,
+        description="client certificate + private key for mutual TLS (PEM: certificate "
+        "chain and PKCS#8 key in one file)",
+    )
+    kafka_ssl_keystore_type: Literal["PEM", "PKCS12", "JKS"] = "PEM"
+    kafka_ssl_keystore_password: SecretStr | None = Field(
+        None, description="PKCS12/JKS key stores only (a PEM key store has a key password)"
+    )
+    kafka_ssl_keystore_password_file: Path | None = None
+    kafka_ssl_key_password: SecretStr | None = Field(
+        None, description="password of the private key (required for a PEM key store)"
+    )
+    kafka_ssl_key_password_file: Path | None = None
 
     # -- Spark -------------------------------------------------------------------------------
     master: str | None = Field(
@@ -140,6 +177,87 @@ class StreamingConfig(BaseSettings):
             raise ValueError("must not be empty")
         return value
 
+    @model_validator(mode="before")
+    @classmethod
+    def _secret_files(cls, data: Any) -> Any:
+        return secrets_from_files(data, {name: f"{name}_file" for name in _SECRET_FIELDS})
+
+    @model_validator(mode="after")
+    def _security(self) -> StreamingConfig:
+        protocol = self.kafka_security_protocol or "PLAINTEXT"
+        if protocol.startswith("SASL_"):
+            if self.kafka_sasl_mechanism is None:
+                raise ValueError(f"kafka_security_protocol {protocol} needs kafka_sasl_mechanism")
+            if not self.kafka_sasl_username or self.kafka_sasl_password is None:
+                raise ValueError(
+                    f"{self.kafka_sasl_mechanism} needs kafka_sasl_username and "
+                    "kafka_sasl_password (or kafka_sasl_password_file)"
+                )
+        if not protocol.endswith("SSL") and (
+            self.kafka_ssl_truststore_location or self.kafka_ssl_keystore_location
+        ):
+            raise ValueError(f"kafka_ssl_* files are set but kafka_security_protocol is {protocol}")
+        if self.kafka_ssl_keystore_type == "PEM":
+            if self.kafka_ssl_keystore_password is not None:
+                raise ValueError(
+                    "a PEM key store has no store password: give kafka_ssl_key_password"
+                )
+            if self.kafka_ssl_keystore_location and self.kafka_ssl_key_password is None:
+                raise ValueError(
+                    "a PEM key store needs kafka_ssl_key_password (its key must be encrypted)"
+                )
+        ours = set(self._security_options())
+        clash = sorted(ours & set(self.kafka_options))
+        if clash:
+            raise ValueError(
+                f"kafka_options repeats {clash}: set them with the kafka_* settings only"
+            )
+        return self
+
+    def _security_options(self) -> dict[str, str]:
+        """The Kafka client options the kafka_* security settings stand for (secrets in)."""
+        o: dict[str, str] = {}
+        if self.kafka_security_protocol:
+            o["kafka.security.protocol"] = self.kafka_security_protocol
+        if self.kafka_sasl_mechanism and (self.kafka_security_protocol or "").startswith("SASL_"):
+            o["kafka.sasl.mechanism"] = self.kafka_sasl_mechanism
+            module = (
+                "org.apache.kafka.common.security.plain.PlainLoginModule"
+                if self.kafka_sasl_mechanism == "PLAIN"
+                else "org.apache.kafka.common.security.scram.ScramLoginModule"
+            )
+            user = _jaas_quote(self.kafka_sasl_username or "")
+            password = _jaas_quote(
+                self.kafka_sasl_password.get_secret_value() if self.kafka_sasl_password else ""
+            )
+            o["kafka.sasl.jaas.config"] = f"{module} required username={user} password={password};"
+        stores = (
+            ("truststore", self.kafka_ssl_truststore_location, self.kafka_ssl_truststore_type,
+             self.kafka_ssl_truststore_password),
+            ("keystore", self.kafka_ssl_keystore_location, self.kafka_ssl_keystore_type,
+             self.kafka_ssl_keystore_password),
+        )  # fmt: skip
+        for store, location, kind, password_ in stores:
+            if location:
+                o[f"kafka.ssl.{store}.location"] = str(Path(location).expanduser().resolve())
+                o[f"kafka.ssl.{store}.type"] = kind
+                if password_ is not None:
+                    o[f"kafka.ssl.{store}.password"] = password_.get_secret_value()
+        if self.kafka_ssl_key_password is not None:
+            o["kafka.ssl.key.password"] = self.kafka_ssl_key_password.get_secret_value()
+        return o
+
+    def kafka_client_options(self) -> dict[str, str]:
+        """Every option for the Kafka source and sinks: the security settings as Kafka
+        client options (secrets revealed here only: pass straight to Spark, never log),
+        then ``kafka_options``."""
+        return {**self._security_options(), **self.kafka_options}
+
+    def secret_values(self) -> list[str]:
+        """The revealed secrets (for tests and log redaction)."""
+        values = (getattr(self, name) for name in _SECRET_FIELDS)
+        return [v.get_secret_value() for v in values if v is not None and v.get_secret_value()]
+
     @model_validator(mode="after")
     def _distinct_topics(self) -> StreamingConfig:
         topics = [self.events_topic, self.findings_topic, self.deadletter_topic]
@@ -160,6 +278,19 @@ class StreamingConfig(BaseSettings):
     @property
     def store_location(self) -> str:
         return self.resolve_location(self.store)
+
+
+_SECRET_FIELDS = (
+    "kafka_sasl_password",
+    "kafka_ssl_truststore_password",
+    "kafka_ssl_keystore_password",
+    "kafka_ssl_key_password",
+)
+
+
+def _jaas_quote(value: str) -> str:
+    """A JAAS option value: double-quoted, with backslashes and quotes escaped."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def unknown_env_keys(environ: dict[str, str] | None = None) -> list[str]:

@@ -108,7 +108,7 @@ def kafka_source(spark: Any, cfg: StreamingConfig) -> Any:
     )
     if cfg.max_offsets_per_trigger:
         reader = reader.option("maxOffsetsPerTrigger", str(cfg.max_offsets_per_trigger))
-    for k, v in cfg.kafka_options.items():
+    for k, v in cfg.kafka_client_options().items():
         reader = reader.option(k, v)
     return reader.load()
 
@@ -228,7 +228,7 @@ class Sinks:
             .option("kafka.bootstrap.servers", self.cfg.bootstrap)
             .option("topic", topic)
         )
-        for k, v in self.cfg.kafka_options.items():
+        for k, v in self.cfg.kafka_client_options().items():
             writer = writer.option(k, v)
         writer.save()
 

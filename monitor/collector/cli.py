@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from monitor.collector.collector import Collector, RoundResult
 from monitor.collector.config import CollectorConfig
+from monitor.collector.security import KafkaConnectError
 from monitor.events import dumps
 
 
@@ -88,7 +89,11 @@ def run(args: argparse.Namespace) -> int:
         print("monitor collect: no JMX exporter URLs (--jmx ID=URL or --lab DIR)", file=sys.stderr)
         return 2
     collector = Collector(config)
-    collector.start(produce=args.out is None)
+    try:
+        collector.start(produce=args.out is None)
+    except KafkaConnectError as e:
+        print(f"monitor collect: {e}", file=sys.stderr)
+        return 1
     out = args.out.open("w") if args.out is not None else None
 
     def on_round(res: RoundResult) -> None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafka import KafkaAdminClient, KafkaProducer
+from kafka.errors import KafkaError
 from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 
 from monitor.collector import build, jmx
@@ -28,6 +29,7 @@ from monitor.collector.admin import (
     read_topic_configs,
 )
 from monitor.collector.config import CollectorConfig
+from monitor.collector.security import explain_connect_failure, install_redaction
 from monitor.events import dumps
 
 log = logging.getLogger("monitor.collector")
@@ -95,18 +97,29 @@ class Collector:
     # -- lifecycle -------------------------------------------------------------------------
 
     def start(self, produce: bool = True) -> None:
-        kw = self.config.kafka.client_kwargs()
-        self._admin = KafkaAdminClient(client_id="replication-monitor-collector", **kw)
-        if produce:
-            target = (self.config.events_kafka or self.config.kafka).client_kwargs()
-            self._producer = KafkaProducer(
-                client_id="replication-monitor-collector",
-                acks="all",
-                linger_ms=20,
-                retries=5,
-                max_in_flight_requests_per_connection=1,  # keep each key's events in order
-                **target,
+        """Connect. Raises :class:`KafkaConnectError` naming what failed (never a secret)."""
+        cfg = self.config
+        install_redaction(cfg.kafka, cfg.events_kafka)
+        try:
+            self._admin = KafkaAdminClient(
+                client_id="replication-monitor-collector", **cfg.kafka.client_kwargs()
             )
+        except KafkaError as e:
+            raise explain_connect_failure(cfg.kafka, e) from None
+        if produce:
+            target = cfg.events_kafka or cfg.kafka
+            try:
+                self._producer = KafkaProducer(
+                    client_id="replication-monitor-collector",
+                    acks="all",
+                    linger_ms=20,
+                    retries=5,
+                    max_in_flight_requests_per_connection=1,  # keep each key's events in order
+                    **target.client_kwargs(),
+                )
+            except KafkaError as e:
+                self._admin.close()
+                raise explain_connect_failure(target, e) from None
         self._pool = ThreadPoolExecutor(max_workers=max(1, min(16, len(self.config.jmx_urls))))
         if self.config.metrics_port is not None:
             self._metrics_server = start_http_server(

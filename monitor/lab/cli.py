@@ -87,11 +87,36 @@ def _cmd_up(args: argparse.Namespace) -> int:
         if existing is not None:
             existing.down()
         shutil.rmtree(directory)
-    config = LabConfig(dir=directory, base_port=args.base_port, heap=args.heap, elr=not args.no_elr)
+    config = LabConfig(
+        dir=directory,
+        base_port=args.base_port,
+        heap=args.heap,
+        elr=not args.no_elr,
+        security=args.security,
+    )
     lab = Lab(config)
     lab.up(timeout=args.timeout)
     _print_status(lab)
+    if config.secured:
+        _print_secure_settings(config)
     return 0
+
+
+def _print_secure_settings(config: LabConfig) -> None:
+    """The collector's and the job's settings for the SECURE listener (files, no secrets)."""
+    from monitor.lab import security
+
+    bootstrap = config.secure_bootstrap_servers
+    print(f"\nsecured listener ({config.security}): {bootstrap}; key material in "
+          f"{config.security_dir}")  # fmt: skip
+    print("collector (environment):")
+    for key, value in security.collector_kafka_settings(
+        config.dir, config.security, bootstrap
+    ).items():
+        print(f"  MONITOR_COLLECTOR_KAFKA__{key.upper()}={value}")
+    print("streaming job (environment):")
+    for key, value in security.streaming_settings(config.dir, config.security, bootstrap).items():
+        print(f"  MONITOR_STREAMING_{key.upper()}={value}")
 
 
 def _cmd_down(args: argparse.Namespace) -> int:
@@ -335,6 +360,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     p.add_argument("--timeout", type=float, default=None, help="seconds to wait for brokers")
     p.add_argument("--fresh", action="store_true", help="wipe the lab folder first")
+    p.add_argument(
+        "--security",
+        choices=["plaintext", "sasl_ssl", "mtls"],
+        default="plaintext",
+        help="add a SECURE listener (base port +300): SCRAM-SHA-512 over TLS, or mutual TLS; "
+        "prints the client settings (docs/lab.md)",
+    )
 
     p = _leaf(lab_sub, "down", _cmd_down, "stop every broker this lab started (by pid)")
     p.add_argument("--wipe", action="store_true", help="also delete the lab folder")

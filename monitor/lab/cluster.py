@@ -37,7 +37,7 @@ from types import TracebackType
 
 from pydantic import BaseModel, Field
 
-from monitor.lab import jars
+from monitor.lab import jars, security
 from monitor.lab.config import (
     LOG4J2_PROPERTIES,
     LabConfig,
@@ -341,6 +341,8 @@ class Lab:
         cfg.dir.mkdir(parents=True, exist_ok=True)
         cfg.exporter_config_path.write_text(exporter_yaml())
         cfg.log4j_config_path.write_text(LOG4J2_PROPERTIES)
+        if cfg.secured:
+            security.ensure_material(cfg.dir, cfg.host, scram=cfg.security == "sasl_ssl")
         for node in cfg.node_ids:
             cfg.data_dir(node).mkdir(parents=True, exist_ok=True)
             cfg.logs_dir(node).mkdir(parents=True, exist_ok=True)
@@ -377,6 +379,10 @@ class Lab:
                 "--feature",
                 f"eligible.leader.replicas.version={elr}",
             ]
+            if cfg.security == "sasl_ssl":
+                files = security.files_for(cfg.dir)
+                password = files.read(files.scram_password)
+                cmd += ["--add-scram", security.scram_format_argument(password)]
             log = cfg.logs_dir(node) / "format.log"
             with log.open("wb") as out:
                 procs[node] = subprocess.Popen(
@@ -394,7 +400,7 @@ class Lab:
 
     def _launch(self, node: int, classpath: str, agent: Path) -> int:
         cfg = self.config
-        for port in (cfg.broker_port(node), cfg.controller_port(node), cfg.jmx_port(node)):
+        for port in cfg.ports(node):
             if not port_free(cfg.host, port):
                 raise LabError(
                     f"port {cfg.host}:{port} (node {node}) is already in use; "

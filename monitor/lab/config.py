@@ -12,16 +12,24 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from monitor.lab import security
 from monitor.lab.paths import default_lab_dir
 
 #: Default first broker (client) port; controller ports are +100, JMX exporter ports +200.
 DEFAULT_BASE_PORT = 19092
 CONTROLLER_PORT_OFFSET = 100
 JMX_PORT_OFFSET = 200
+#: Port offset of the extra ``SECURE`` listener of a ``sasl_ssl`` / ``mtls`` lab.
+SECURE_PORT_OFFSET = 300
+
+#: ``plaintext``: the lab as it always was. ``sasl_ssl`` / ``mtls``: one more listener per
+#: node (``SECURE``, base_port + 300 + n - 1) with SCRAM-SHA-512 over TLS / mutual TLS; see
+#: ``monitor.lab.security`` and docs/lab.md.
+LabSecurity = Literal["plaintext", "sasl_ssl", "mtls"]
 
 _HEAP_RE = re.compile(r"^\d+[kmgKMG]$")
 
@@ -110,6 +118,13 @@ class LabConfig(BaseModel):
     extra_broker_config: dict[str, str] = Field(
         default_factory=dict, description="server.properties overrides (applied last)"
     )
+    security: LabSecurity = Field(
+        "plaintext",
+        description=(
+            "plaintext, or an extra SECURE listener (base_port + 300 + n - 1): sasl_ssl "
+            "(SCRAM-SHA-512 over TLS) or mtls (TLS, client certificates required)"
+        ),
+    )
 
     @field_validator("heap")
     @classmethod
@@ -128,6 +143,11 @@ class LabConfig(BaseModel):
         top = self.base_port + JMX_PORT_OFFSET + self.brokers - 1
         if top > 65535:
             raise ValueError(f"base_port {self.base_port} leaves no room for JMX ports (max {top})")
+        top = self.base_port + SECURE_PORT_OFFSET + self.brokers - 1
+        if self.secured and top > 65535:
+            raise ValueError(
+                f"base_port {self.base_port} leaves no room for secure ports (max {top})"
+            )
         return self
 
     # -- derived values -------------------------------------------------------------------
@@ -144,6 +164,31 @@ class LabConfig(BaseModel):
 
     def jmx_port(self, node: int) -> int:
         return self.base_port + JMX_PORT_OFFSET + node - 1
+
+    @property
+    def secured(self) -> bool:
+        return self.security != "plaintext"
+
+    def secure_port(self, node: int) -> int:
+        """Port of the ``SECURE`` listener (only bound when :attr:`secured`)."""
+        return self.base_port + SECURE_PORT_OFFSET + node - 1
+
+    def ports(self, node: int) -> list[int]:
+        """Every port ``node`` binds."""
+        ports = [self.broker_port(node), self.controller_port(node), self.jmx_port(node)]
+        return [*ports, self.secure_port(node)] if self.secured else ports
+
+    @property
+    def secure_bootstrap_servers(self) -> str:
+        """Bootstrap servers of the ``SECURE`` listener (a secured lab only)."""
+        if not self.secured:
+            raise ValueError("this lab has no secured listener (security='plaintext')")
+        return ",".join(f"{self.host}:{self.secure_port(n)}" for n in self.node_ids)
+
+    @property
+    def security_dir(self) -> Path:
+        """CA, certificates, keys and passwords of a secured lab (monitor.lab.security)."""
+        return self.dir / "security"
 
     @property
     def bootstrap_servers(self) -> str:
@@ -205,6 +250,15 @@ def broker_properties(config: LabConfig, node: int) -> dict[str, str]:
         "log.dirs": str(config.data_dir(node)),
     }
     props.update({key: value for key, (value, _why) in LAB_ONLY_SETTINGS.items()})
+    if config.secured:
+        secure = f"{security.SECURE_LISTENER}://{host}:{config.secure_port(node)}"
+        props["listeners"] += f",{secure}"
+        props["advertised.listeners"] += f",{secure}"
+        props["listener.security.protocol.map"] += (
+            f",{security.SECURE_LISTENER}:{security.protocol(config.security)}"
+        )
+        files = security.files_for(config.dir)
+        props.update(security.listener_properties(files, config.security))
     props.update(config.extra_broker_config)
     return props
 

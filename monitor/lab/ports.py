@@ -17,17 +17,16 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from monitor.lab.config import CONTROLLER_PORT_OFFSET, JMX_PORT_OFFSET
+from monitor.lab.config import CONTROLLER_PORT_OFFSET, JMX_PORT_OFFSET, SECURE_PORT_OFFSET
 from monitor.lab.errors import LabError
 
 
-def block_ports(base_port: int, brokers: int = 3) -> list[int]:
-    """Every port a lab on ``base_port`` binds."""
-    return [
-        base_port + offset + i
-        for offset in (0, CONTROLLER_PORT_OFFSET, JMX_PORT_OFFSET)
-        for i in range(brokers)
-    ]
+def block_ports(base_port: int, brokers: int = 3, secure: bool = False) -> list[int]:
+    """Every port a lab on ``base_port`` binds (``secure``: with the SECURE listener's)."""
+    offsets = [0, CONTROLLER_PORT_OFFSET, JMX_PORT_OFFSET]
+    if secure:
+        offsets.append(SECURE_PORT_OFFSET)
+    return [base_port + offset + i for offset in offsets for i in range(brokers)]
 
 
 def port_free(host: str, port: int) -> bool:
@@ -51,6 +50,7 @@ def reserve_base_port(
     tries: int = 20,
     brokers: int = 3,
     host: str = "127.0.0.1",
+    secure: bool = False,
 ) -> Iterator[int]:
     """Yield a base port from ``first, first+step, ...`` whose block is free and locked.
 
@@ -59,7 +59,8 @@ def reserve_base_port(
     lock_dir = Path(tempfile.gettempdir())
     for attempt in range(tries):
         base = first + attempt * step
-        if base + JMX_PORT_OFFSET + brokers - 1 > 65535:
+        top = SECURE_PORT_OFFSET if secure else JMX_PORT_OFFSET
+        if base + top + brokers - 1 > 65535:
             break
         handle = (lock_dir / f"monitor-lab-ports-{base}.lock").open("w")
         try:
@@ -67,7 +68,7 @@ def reserve_base_port(
         except OSError:
             handle.close()
             continue
-        if not all(port_free(host, p) for p in block_ports(base, brokers)):
+        if not all(port_free(host, p) for p in block_ports(base, brokers, secure)):
             fcntl.flock(handle, fcntl.LOCK_UN)
             handle.close()
             continue
