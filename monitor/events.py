@@ -67,6 +67,12 @@ class PartitionEvent(_Event):
     eligible_leader_replicas: list[BrokerId] | None = Field(default=None, max_length=1024)
     high_watermark: Offset | None = Field(default=None, description="The leader's HW.")
     log_start_offset: Offset | None = None
+    epoch_start_offset: Offset | None = Field(
+        default=None,
+        description="Start offset of the current leader epoch in the leader's leader-epoch "
+        "cache (OffsetsForLeaderEpoch): the new leader's log end at its election. Sent once "
+        "per epoch.",
+    )
 
 
 class ReplicaEvent(_Event):
@@ -194,6 +200,7 @@ def to_model(
             tuple(ev.eligible_leader_replicas) if ev.eligible_leader_replicas is not None else None,
             ev.high_watermark,
             ev.log_start_offset,
+            ev.epoch_start_offset,
         )
     if isinstance(ev, ReplicaEvent):
         return ReplicaReport(

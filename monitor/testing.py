@@ -54,6 +54,7 @@ class Timeline:
         elr: Sequence[int] | None = None,
         topic: str | None = None,
         partition: int | None = None,
+        epoch_start: int | None = None,
     ) -> dict[str, Any]:
         ev = self._emit(
             "partition",
@@ -64,6 +65,7 @@ class Timeline:
             isr=list(isr),
             high_watermark=hw,
             eligible_leader_replicas=list(elr) if elr is not None else None,
+            epoch_start_offset=epoch_start,
         )
         ev["leader"] = leader  # explicit null when offline
         return ev

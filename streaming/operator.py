@@ -111,6 +111,7 @@ PAYLOAD_FIELDS: tuple[str, ...] = (
     "under_replicated_partitions",
     "active_controller",
     "cluster",
+    "epoch_start_offset",
 )
 #: Written for a null list (an empty list is the empty string).
 NULL_LIST = "-"
@@ -229,7 +230,7 @@ def event_from_fields(f: list[str]) -> Any:
     if k == "partition":
         return PartitionMeta(
             cluster, int(f[1]), f[2], int(f[3]), _oi(f[5]), int(f[6]), _li(f[11]), _li(f[12]),
-            _li(f[13]), _oli(f[14]), _oi(f[7]), _oi(f[8]),
+            _li(f[13]), _oli(f[14]), _oi(f[7]), _oi(f[8]), _oi(f[25]),
         )  # fmt: skip
     if k == "topic_config":
         return TopicConfigReport(cluster, int(f[1]), f[2], int(f[15]), int(f[16]), f[17] == "t")

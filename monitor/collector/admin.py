@@ -34,6 +34,8 @@ class PartitionMetadata:
 class Reads:
     partitions: list[PartitionMetadata] = field(default_factory=list)
     high_watermarks: dict[tuple[str, int], int] = field(default_factory=dict)
+    #: (topic, partition) -> start offset of the current leader epoch, per its leader.
+    epoch_starts: dict[tuple[str, int], int] = field(default_factory=dict)
     errors: list[tuple[str, str]] = field(default_factory=list)  # (source, message)
 
 
@@ -131,6 +133,52 @@ def read_high_watermarks(admin: KafkaAdminClient, reads: Reads) -> None:
         admin._manager.run(_send_all)
     except KafkaError as e:
         reads.errors.append(("offsets", repr(e)))
+
+
+def read_epoch_starts(admin: KafkaAdminClient, reads: Reads, wanted: set[tuple[str, int]]) -> None:
+    """Start offset of each wanted partition's current leader epoch, from its leader.
+
+    OffsetsForLeaderEpoch for epoch E-1 answers the end offset of E-1 in the leader's
+    leader-epoch cache, i.e. the offset at which epoch E began: the new leader's log end
+    at its election. That is authoritative where a sampled LEO is not (a replica that
+    restarted and truncated between its last sample and its election holds less than the
+    sample says). Asked once per epoch (``wanted``), one request per leader.
+    """
+    from kafka.protocol.consumer import OffsetForLeaderEpochRequest
+
+    topic_cls = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
+    part_cls = topic_cls.OffsetForLeaderPartition
+    by_leader: dict[int, dict[str, list[Any]]] = defaultdict(lambda: defaultdict(list))
+    for p in reads.partitions:
+        if p.leader is None or p.leader_epoch <= 0 or (p.topic, p.partition) not in wanted:
+            continue
+        by_leader[p.leader][p.topic].append(
+            part_cls(
+                partition=p.partition,
+                current_leader_epoch=p.leader_epoch,
+                leader_epoch=p.leader_epoch - 1,
+            )
+        )
+
+    async def _send_all() -> None:
+        for leader, topics in by_leader.items():
+            request = OffsetForLeaderEpochRequest(replica_id=-1, topics=list(topics.items()))
+            try:
+                response = await admin._manager.send(request, node_id=leader)
+            except KafkaError as e:
+                reads.errors.append(("epochs", f"leader {leader}: {e!r}"))
+                continue
+            for topic in response.topics:
+                for part in topic.partitions:
+                    if part.error_code == 0 and part.end_offset >= 0:
+                        reads.epoch_starts[(topic.topic, part.partition)] = part.end_offset
+
+    if not by_leader:
+        return
+    try:
+        admin._manager.run(_send_all)
+    except KafkaError as e:
+        reads.errors.append(("epochs", repr(e)))
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,7 @@ def partition_events(
     observed_at: int,
     partitions: list[PartitionMetadata],
     high_watermarks: Mapping[tuple[str, int], int],
+    epoch_starts: Mapping[tuple[str, int], int] | None = None,
 ) -> list[PartitionEvent]:
     return [
         PartitionEvent(
@@ -32,6 +33,7 @@ def partition_events(
             offline_replicas=list(p.offline),
             eligible_leader_replicas=list(p.elr) if p.elr is not None else None,
             high_watermark=high_watermarks.get((p.topic, p.partition)),
+            epoch_start_offset=(epoch_starts or {}).get((p.topic, p.partition)),
         )
         for p in partitions
     ]

@@ -24,6 +24,7 @@ from monitor.collector import build, jmx
 from monitor.collector.admin import (
     Reads,
     TopicDurability,
+    read_epoch_starts,
     read_high_watermarks,
     read_metadata,
     read_topic_configs,
@@ -90,6 +91,8 @@ class Collector:
         self._pool: ThreadPoolExecutor | None = None
         self._rounds = 0
         self._configs: dict[str, TopicDurability] = {}
+        #: (topic, partition) -> the leader epoch whose start offset was last read.
+        self._epoch_asked: dict[tuple[str, int], int] = {}
         self.health = _Health()
         self._metrics_server: Any = None
         self._stop = threading.Event()
@@ -162,6 +165,16 @@ class Collector:
         res.elr_known = read_metadata(self._admin, self._exclude, cfg.include_internal, reads)
         if reads.partitions:
             read_high_watermarks(self._admin, reads)
+            # Each epoch's start offset once (first round: every partition).
+            wanted = {
+                (p.topic, p.partition)
+                for p in reads.partitions
+                if self._epoch_asked.get((p.topic, p.partition)) != p.leader_epoch
+            }
+            read_epoch_starts(self._admin, reads, wanted)
+            epochs = {(p.topic, p.partition): p.leader_epoch for p in reads.partitions}
+            for key in reads.epoch_starts:
+                self._epoch_asked[key] = epochs[key]
         topics = sorted({p.topic for p in reads.partitions})
         if topics and (self._rounds % cfg.config_every_rounds == 0 or not self._configs):
             self._configs.update(read_topic_configs(self._admin, topics, reads))
@@ -178,7 +191,9 @@ class Collector:
                 kept = build.replica_events(cfg.cluster, broker, t, scrape, keep)
                 res.events.extend(e for e in kept if not self._exclude.search(e.topic))
         res.events.extend(
-            build.partition_events(cfg.cluster, t_meta, reads.partitions, reads.high_watermarks)
+            build.partition_events(
+                cfg.cluster, t_meta, reads.partitions, reads.high_watermarks, reads.epoch_starts
+            )
         )
         if self._rounds % cfg.config_every_rounds == 0:
             configs = {t: c for t, c in self._configs.items() if t in set(topics)}

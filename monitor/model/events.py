@@ -26,6 +26,8 @@ class PartitionMeta:
     eligible_leader_replicas: tuple[int, ...] | None = None
     high_watermark: int | None = None
     log_start_offset: int | None = None
+    #: The leader's record of where the current epoch began (its log end at election).
+    epoch_start_offset: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

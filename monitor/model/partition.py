@@ -150,6 +150,14 @@ def _apply_meta(s: PartitionState, ev: PartitionMeta, ctx: Context, emit: Emitte
         _isr_change(s, prev_isr, ev.isr, t, emit)
         s.isr = ev.isr
 
+    if ev.epoch_start_offset is not None and ev.leader_epoch == s.leader_epoch:
+        _epoch_start_known(s, ev.epoch_start_offset, t, emit)
+        for i in range(len(s.lineage) - 1, -1, -1):
+            e = s.lineage[i]
+            if e.epoch == ev.leader_epoch:
+                if e.start_offset != ev.epoch_start_offset:
+                    s.lineage[i] = e._replace(start_offset=ev.epoch_start_offset)
+                break
     if ev.high_watermark is not None:
         _observe_hw(s, ev.high_watermark, t, ctx, emit)
     return True
@@ -172,6 +180,7 @@ def _forget_incarnation(s: PartitionState) -> None:
     s.replica_states.clear()
     s.leader_leo_history.clear()
     s.pending_loss_check = None
+    s.sampled_loss_basis = None
 
 
 def _append_lineage(s: PartitionState, entry: EpochEntry, ctx: Context) -> None:
@@ -212,7 +221,17 @@ def _on_election(
     prev_leader_leo = prev_rs.leo if prev_rs is not None else -1
     leader_rs = s.replica_states.get(leader)
     new_leo = -1
-    if leader_rs is not None:
+    basis = "before"
+    if ev.epoch_start_offset is not None:
+        # The leader's own record of where its epoch began: its log end at the election,
+        # whatever its last sample said (it may have truncated on restart since).
+        new_leo, basis = ev.epoch_start_offset, "epoch"
+        if leader_rs is not None and leader_rs.leo > new_leo:
+            _on_truncation(s, leader, leader_rs, new_leo, t, emit)
+            leader_rs.leo = new_leo
+        if leader_rs is not None:
+            leader_rs.suspect_leo = -1
+    elif leader_rs is not None:
         if leader_rs.suspect_leo >= 0:
             # Its latest sample was lower than the one before (it restarted and truncated);
             # leadership now rests on that latest sample, so believe it -- and say what that
@@ -242,16 +261,71 @@ def _on_election(
     reported = False
     if new_leo >= 0:
         reported = _check_loss(
-            s, committed, new_leo, t, ev.leader_epoch, not unclean, "before", emit, prev_leader_leo
+            s, committed, new_leo, t, ev.leader_epoch, not unclean, basis, emit, prev_leader_leo
         )
         # Replicas holding more than the new leader must truncate to its start offset.
         for b, rs in s.replica_states.items():
             rs.must_truncate_to = new_leo if b != leader and rs.leo > new_leo else -1
     # The LEO judged above may be stale (or unknown): the new leader's first sample under the
-    # new epoch checks again, so the verdict does not depend on which report came first.
-    s.pending_loss_check = None if reported else (ev.leader_epoch, committed, not unclean)
+    # new epoch checks again, so the verdict does not depend on which report came first --
+    # unless the leader said where its epoch began (exact: nothing to check again).
+    exact = basis == "epoch"
+    s.pending_loss_check = None if reported or exact else (ev.leader_epoch, committed, not unclean)
+    s.sampled_loss_basis = (
+        None
+        if exact or new_leo < 0
+        else (ev.leader_epoch, new_leo, committed, not unclean, prev_leader_leo)
+    )
     s.leader = leader
     _reset_leader_measurements(s, t)
+
+
+def _epoch_start_known(s: PartitionState, start: int, t: int, emit: Emitter) -> None:
+    """The leader's record of where its epoch began, after the election was judged on a
+    sample. If it began lower than that sample, the new leader had truncated in between
+    (a restart): report that truncation and the committed offsets it adds to the loss."""
+    basis, s.sampled_loss_basis = s.sampled_loss_basis, None
+    if basis is None or basis[0] != s.leader_epoch or start >= basis[1]:
+        return
+    epoch, used, committed, clean, leader_before_leo = basis
+    if start < committed:
+        emit.event(
+            K.TRUNCATION_BELOW_HW,
+            t,
+            {
+                "leo_before": used,
+                "leo": start,
+                "committed_hw": committed,
+                "committed_offsets_removed": min(used, committed) - start,
+                "leader": s.leader,
+                "epoch": epoch,
+            },
+            broker=s.leader,
+        )
+    top = min(used, committed)
+    if start < top:
+        emit.event(
+            K.COMMITTED_DATA_LOSS,
+            t,
+            {
+                "committed_hw_before": committed,
+                "new_leader": s.leader,
+                "new_leader_leo": start,
+                "lost_from": start,
+                "lost_to": top,
+                "lost_count": top - start,
+                "epoch": epoch,
+                "clean_election": clean,
+                "leader_before_leo": leader_before_leo,
+                # Added to the loss already reported from the sample: together they are
+                # the exact loss [start, committed).
+                "old_leader_offsets_lost": top - start,
+                "leo_sampled": "epoch",
+                "correction_of_sampled_leo": used,
+            },
+        )
+    if s.max_hw <= used:
+        s.max_hw = start  # rebased on what the new leader really held
 
 
 def _reset_leader_measurements(s: PartitionState, t: int) -> None:
@@ -304,8 +378,10 @@ def _check_loss(
             "clean_election": clean,
             "leader_before_leo": leader_before_leo,
             "old_leader_offsets_lost": old_leader_lost,
-            # "before": the new leader's last LEO sample before the election (it can only
-            # have grown since, so the count is an upper bound, exact when it had stalled);
+            # "epoch": the leader's record of where its epoch began (OffsetsForLeaderEpoch):
+            # exact. "before": the new leader's last LEO sample before the election (an
+            # upper bound if it grew since, exact when it had stalled -- but blind to a
+            # truncation between that sample and the election);
             # "after": its first sample under the new epoch (may include new writes: a
             # lower bound).
             "leo_sampled": basis,

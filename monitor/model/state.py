@@ -98,6 +98,9 @@ class PartitionState:
     #: After an election that reported no loss: (epoch, committed HW before, clean). The
     #: new leader's first fresh LEO sample re-checks, since the one used may have been stale.
     pending_loss_check: tuple[int, int, bool] | None = None
+    #: A loss judged on a sampled LEO at an election, until the leader's epoch record
+    #: arrives: (epoch, new leader LEO used, committed HW, clean, old leader's LEO).
+    sampled_loss_basis: tuple[int, int, int, bool, int] | None = None
     #: Times of recent leader elections (for flapping).
     election_times: list[int] = field(default_factory=list)
     meta_at: int = -1

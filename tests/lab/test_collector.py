@@ -126,6 +126,15 @@ def test_killed_leader_yields_new_leader_and_higher_epoch(lab: Lab, recording: R
     assert isinstance(after, PartitionEvent)
     assert after.leader_epoch > before.leader_epoch
     assert after.leader in (3, 1)
+    # The new epoch's start offset, from the new leader (nothing was written: 0).
+    started = recording.wait_for(
+        "the epoch's start offset",
+        _partition(
+            topic,
+            lambda e: e.leader_epoch == after.leader_epoch and e.epoch_start_offset is not None,
+        ),
+    )
+    assert isinstance(started, PartitionEvent) and started.epoch_start_offset == 0
 
 
 def test_unclean_election_loss_matches_what_a_consumer_reads(
@@ -155,6 +164,12 @@ def test_unclean_election_loss_matches_what_a_consumer_reads(
     recording.wait_rounds(2)
     elect_leader(lab.bootstrap_servers, topic, 0, unclean=True)
     recording.wait_for("led by 2", _partition(topic, lambda e: e.leader == 2))
+    # The new leader's own record of where its epoch began (OffsetsForLeaderEpoch).
+    started = recording.wait_for(
+        "the epoch's start offset",
+        _partition(topic, lambda e: e.leader == 2 and e.epoch_start_offset is not None),
+    )
+    assert isinstance(started, PartitionEvent) and started.epoch_start_offset == 200
     recording.wait_rounds(1)
 
     report = verify(lab.bootstrap_servers, topic, acks, settle_s=5)
@@ -169,6 +184,7 @@ def test_unclean_election_loss_matches_what_a_consumer_reads(
     loss = next(f for f in mine if f.kind == FindingKind.COMMITTED_DATA_LOSS)
     assert loss.details["lost_count"] == report.lost_count
     assert (loss.details["lost_from"], loss.details["lost_to"]) == (200, 500)
+    assert loss.details["leo_sampled"] == "epoch"  # exact, not a sample
 
 
 def test_published_events_are_valid_and_keyed(lab: Lab) -> None:
