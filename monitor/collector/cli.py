@@ -41,6 +41,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--topic", help="events topic (default __replication_monitor_events)")
     p.add_argument("--interval", type=float, help="seconds between rounds (default 5)")
     p.add_argument("--metrics-port", type=int, help="serve the collector's own metrics here")
+    p.add_argument("--metrics-host", help="bind address of the metrics endpoint (127.0.0.1)")
     p.add_argument("--rounds", type=int, help="stop after this many rounds")
     p.add_argument("--once", action="store_true", help="one round, then exit")
     p.add_argument("--out", type=Path, help="write events as JSON lines here (no producing)")
@@ -58,6 +59,14 @@ def build_config(args: argparse.Namespace) -> CollectorConfig:
         lab = Lab.load(args.lab, progress=None)
         data.setdefault("cluster", "lab")
         data.setdefault("kafka", {})["bootstrap_servers"] = lab.config.bootstrap_servers
+        if lab.config.secured:  # through the lab's SECURE listener, secrets from its files
+            from monitor.lab.security import collector_kafka_settings
+
+            data["kafka"].update(
+                collector_kafka_settings(
+                    lab.config.dir, lab.config.security, lab.config.secure_bootstrap_servers
+                )
+            )
         data["jmx_urls"] = lab.jmx_urls
     if args.bootstrap:
         data.setdefault("kafka", {})["bootstrap_servers"] = args.bootstrap
@@ -71,6 +80,7 @@ def build_config(args: argparse.Namespace) -> CollectorConfig:
         ("events_topic", args.topic),
         ("interval_s", args.interval),
         ("metrics_port", args.metrics_port),
+        ("metrics_host", args.metrics_host),
     ):
         if value is not None:
             data[key] = value
