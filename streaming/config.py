@@ -150,6 +150,14 @@ class StreamingConfig(BaseSettings):
     )
     once: bool = Field(False, description="process what is available, then stop (availableNow)")
 
+    # -- the state store ---------------------------------------------------------------------
+    compact_every_batches: int = Field(
+        100, ge=0, description="fold old store batches into the snapshot every N batches (0: off)"
+    )
+    store_history_s: float = Field(
+        3600.0, ge=0, description="keep this much per-batch history for explain (seconds)"
+    )
+
     # -- the Prometheus exporter (in the driver) --------------------------------------------
     metrics_port: int | None = Field(
         None, ge=0, le=65_535, description="serve /metrics on this port (None: no exporter)"

@@ -424,6 +424,13 @@ def run(cfg: StreamingConfig, hooks: Sequence[Hook] = ()) -> int:
         )
         exporter.start()  # before Spark: a port in use fails fast, and /metrics says "down"
         hooks = [*hooks, exporter.hook]
+    if cfg.compact_every_batches:
+        from streaming.store import Compactor
+
+        hooks = [
+            *hooks,
+            Compactor(cfg.store_location, cfg.compact_every_batches, cfg.store_history_s),
+        ]
     jars = cfg.jars if cfg.jars is not None else kafka_jars()
     try:
         spark = build_session(
