@@ -21,6 +21,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "monitor.commands.runbook",
     "monitor.commands.dashboards",
     "monitor.demo",
+    "monitor.soak",
     "streaming.cli",
     "monitor.lab.cli",
 )

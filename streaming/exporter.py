@@ -88,6 +88,10 @@ class JobExporter:
             self.snapshot, host=host, port=port, per_partition=per_partition
         )
         self._hook = SnapshotHook(self.snapshot)
+        # SnapshotHook marks the engine running; here the query does not exist yet: until
+        # ``watch`` sees it active, a (re)started job seeded from a fresh store must not
+        # report monitor_up 1 while Spark is still starting.
+        self.snapshot.health.running = False
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.hook_errors = 0
