@@ -63,6 +63,7 @@ ALERT_FAULT = {
     "offline": "kill",
     "unclean_election": "unclean",
     "committed_data_loss": "unclean",
+    "truncation_below_hw": "unclean",  # the new leader's restart truncation, seen at election
     "leader_election": "kill",
 }
 STREAM_ARGS = ["--trigger-seconds", "1", "--tick-ms", "2000", "--buckets", "2"]
