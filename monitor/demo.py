@@ -192,7 +192,8 @@ class Demo:
                     "== setup: lab (3 brokers), monitor cluster (1 broker), Spark job with "
                     "exporter, Prometheus, Alertmanager"
                 )
-                lab.up()
+                # The monitor's side first: the Spark job's start-up (its JVM, the first
+                # batch) overlaps the lab's.
                 mon.up()
                 if spark is not None:
                     spark.start()
@@ -206,6 +207,7 @@ class Demo:
                         min_insync_replicas=1,
                     )
                 stream.start()
+                lab.up()
                 hook.start()
                 am.start()
                 prom.start()
