@@ -114,3 +114,28 @@ def test_readme_model_examples_run() -> None:
             stdin=subprocess.DEVNULL,
         )
         assert proc.returncode == 0, (cmd, proc.stderr.decode()[-2000:])
+
+
+def test_command_owners_match_what_the_modules_register() -> None:
+    """``monitor X`` imports only X's module: the map must say who registers what."""
+    import argparse
+    import importlib
+
+    from monitor.cli import COMMAND_MODULES, COMMAND_OWNERS
+
+    registered = {}
+    for name in COMMAND_MODULES:
+        sub = argparse.ArgumentParser().add_subparsers()
+        importlib.import_module(name).register(sub)
+        registered.update(dict.fromkeys(sub.choices, name))
+    assert registered == COMMAND_OWNERS
+
+
+def test_a_runbook_command_does_not_import_the_others() -> None:
+    code = (
+        "import sys; from monitor.cli import build_parser; build_parser(['status']); "
+        "print(sorted(m for m in ('kafka', 'pyspark', 'grafana_client', 'monitor.demo') "
+        "if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout
