@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import http.client
 import json
 import os
 import shutil
@@ -86,8 +87,8 @@ def scrape(url: str, timeout: float = 2.0) -> dict[str, float] | None:
     try:
         with urllib.request.urlopen(url, timeout=timeout) as r:
             text = r.read().decode()
-    except OSError:
-        return None
+    except (OSError, http.client.HTTPException, UnicodeDecodeError):
+        return None  # not up, or killed in the middle of an answer
     out: dict[str, float] = {}
     for line in text.splitlines():
         if not line or line.startswith("#"):
@@ -354,44 +355,48 @@ class Soak:
         """Health every 2 s, RSS every 10 s; restarts a component that died on its own."""
         n = 0
         while not self._stop.wait(2.0):
-            now = time.time()
-            page = scrape(stream.metrics_url)
-            cpage = scrape(collector.metrics_url)
-            self.health.append(
-                {
-                    "t": round(now, 1),
-                    "exporter": page is not None,
-                    "monitor_up": _metric(page, "kafka_replication_monitor_up"),
-                    "input_lag": _metric(page, "kafka_replication_monitor_input_lag_records"),
-                    "telemetry_age": _metric(
-                        page, "kafka_replication_monitor_telemetry_age_seconds"
-                    ),
-                    "processed": _metric(page, "kafka_replication_monitor_events_processed_total"),
-                    "collector": cpage is not None,
-                    "rounds": _metric(cpage, "kafka_replication_collector_rounds_total"),
-                    "collector_errors": sum(
-                        v
-                        for k, v in (cpage or {}).items()
-                        if k.startswith("kafka_replication_collector_errors_total")
-                    ),
-                }
-            )
-            if n % 5 == 0:
-                sample: dict[str, Any] = {"t": round(now, 1)}
-                for name, pid in (("stream", stream.pid), ("collector", collector.pid)):
-                    if pid is not None and name not in self._expect_down:
-                        rss, procs = group_rss(pid)
-                        if procs:
-                            sample[name] = {"pid": pid, "rss_mb": round(rss / 2**20, 1)}
-                            sample[name]["procs"] = procs
-                self.rss.append(sample)
+            try:
+                self._sample_once(n, stream, collector)
+            except Exception as e:  # a sampler that dies would blind the soak: go on
+                self.say(f"   (sampler: {e!r})")
             n += 1
-            with self._proc_lock:
-                for name, proc in (("stream", stream), ("collector", collector)):
-                    if name not in self._expect_down and not proc.alive():
-                        self.unexpected_exits.append({"t": now, "component": name})
-                        self.say(f"   !! {name} exited on its own: restarting it")
-                        proc.start()
+
+    def _sample_once(self, n: int, stream: StreamProcess, collector: CollectorProcess) -> None:
+        now = time.time()
+        page = scrape(stream.metrics_url)
+        cpage = scrape(collector.metrics_url)
+        self.health.append(
+            {
+                "t": round(now, 1),
+                "exporter": page is not None,
+                "monitor_up": _metric(page, "kafka_replication_monitor_up"),
+                "input_lag": _metric(page, "kafka_replication_monitor_input_lag_records"),
+                "telemetry_age": _metric(page, "kafka_replication_monitor_telemetry_age_seconds"),
+                "processed": _metric(page, "kafka_replication_monitor_events_processed_total"),
+                "collector": cpage is not None,
+                "rounds": _metric(cpage, "kafka_replication_collector_rounds_total"),
+                "collector_errors": sum(
+                    v
+                    for k, v in (cpage or {}).items()
+                    if k.startswith("kafka_replication_collector_errors_total")
+                ),
+            }
+        )
+        if n % 5 == 0:
+            sample: dict[str, Any] = {"t": round(now, 1)}
+            for name, pid in (("stream", stream.pid), ("collector", collector.pid)):
+                if pid is not None and name not in self._expect_down:
+                    rss, procs = group_rss(pid)
+                    if procs:
+                        sample[name] = {"pid": pid, "rss_mb": round(rss / 2**20, 1)}
+                        sample[name]["procs"] = procs
+            self.rss.append(sample)
+        with self._proc_lock:
+            for name, proc in (("stream", stream), ("collector", collector)):
+                if name not in self._expect_down and not proc.alive():
+                    self.unexpected_exits.append({"t": now, "component": name})
+                    self.say(f"   !! {name} exited on its own: restarting it")
+                    proc.start()
 
     # -- the run -----------------------------------------------------------------------------
 
