@@ -63,28 +63,59 @@ def _children(pid: int) -> list[int]:
     return out
 
 
-class MemorySampler(threading.Thread):
-    """Peak RSS of the driver JVM and of the Python workers (executors' Python side)."""
+def _cpu_s(pid: int) -> float:
+    """CPU seconds of a process: its threads plus its children that have exited."""
+    try:
+        f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return sum(int(x) for x in f[11:15]) / os.sysconf("SC_CLK_TCK")
 
-    def __init__(self, jvm_pid: int) -> None:
+
+class MemorySampler(threading.Thread):
+    """Peak RSS of the driver JVM and of the Python workers (executors' Python side), and
+    the CPU time they use after the first (warm-up) batch: the load-independent cost.
+    """
+
+    def __init__(self, jvm_pid: int, query: Any = None) -> None:
         super().__init__(daemon=True)
         self.jvm_pid = jvm_pid
+        self.query = query
         self.peak_driver = 0.0
         self.peak_workers = 0.0
         self.peak_python_driver = 0.0
+        #: CPU seconds (JVM + Python workers + this driver) when the first batch with
+        #: data had finished, and at the last sample.
+        self.cpu_after_first: float | None = None
+        self.cpu_last = 0.0
         self.running = True
+
+    def _tree(self) -> list[int]:
+        pids = [self.jvm_pid, os.getpid()]
+        for daemon in _children(self.jvm_pid):
+            pids.append(daemon)
+            pids.extend(_children(daemon))
+        return pids
 
     def run(self) -> None:
         while self.running:
-            self.peak_driver = max(self.peak_driver, _rss_mb(self.jvm_pid))
-            self.peak_python_driver = max(self.peak_python_driver, _rss_mb(os.getpid()))
-            workers = 0.0
-            for daemon in _children(self.jvm_pid):
-                workers += _rss_mb(daemon)
-                for w in _children(daemon):
-                    workers += _rss_mb(w)
-            self.peak_workers = max(self.peak_workers, workers)
+            self.sample()
             time.sleep(0.5)
+
+    def sample(self) -> None:
+        self.peak_driver = max(self.peak_driver, _rss_mb(self.jvm_pid))
+        self.peak_python_driver = max(self.peak_python_driver, _rss_mb(os.getpid()))
+        workers = 0.0
+        for daemon in _children(self.jvm_pid):
+            workers += _rss_mb(daemon)
+            for w in _children(daemon):
+                workers += _rss_mb(w)
+        self.peak_workers = max(self.peak_workers, workers)
+        self.cpu_last = sum(_cpu_s(p) for p in self._tree())
+        if self.cpu_after_first is None and self.query is not None:
+            p = self.query.lastProgress
+            if p is not None and p["numInputRows"] > 0:
+                self.cpu_after_first = self.cpu_last
 
 
 def _events(partitions: int, rounds: int, seed: int) -> list[bytes]:
@@ -283,11 +314,15 @@ def main(argv: list[str] | None = None) -> int:
             )
             job = start(spark, cfg)
 
-        sampler = MemorySampler(jvm_pid)
+        sampler = MemorySampler(jvm_pid, job.query)
         sampler.start()
+        load_before = os.getloadavg()
         job.drain(timeout_s=7200, poll_s=0.2)
-        job.query.stop()
         sampler.running = False
+        sampler.join()
+        sampler.sample()
+        load_after = os.getloadavg()
+        job.query.stop()
         progress = [p for p in job.query.recentProgress if p["numInputRows"] > 0]
         durations = [p["durationMs"]["triggerExecution"] / 1000 for p in progress]
         rows = [p["numInputRows"] for p in progress]
@@ -308,6 +343,17 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"  sustained: {steady_rows / steady_s:,.0f} events/s over {len(rows) - 1} batches"
             )
+        if steady_rows and sampler.cpu_after_first is not None:
+            cpu = sampler.cpu_last - sampler.cpu_after_first
+            print(
+                f"  CPU after the first batch: {cpu:.1f} s (JVM + Python) = "
+                f"{cpu / steady_rows * 1e6:.1f} us/event; on 2 otherwise idle cores at most "
+                f"~{2 * steady_rows / cpu:,.0f} events/s"
+            )
+        print(
+            f"  load average (1/5/15 min) before {' '.join(f'{x:.1f}' for x in load_before)}, "
+            f"after {' '.join(f'{x:.1f}' for x in load_after)}"
+        )
         print(
             f"  batch latency: p50 {_pct(durations[1:], 0.5):.2f}s  "
             f"p99 {_pct(durations[1:], 0.99):.2f}s"

@@ -29,10 +29,12 @@ from typing import Any
 from streaming import schema
 from streaming.config import StreamingConfig
 from streaming.operator import (
+    BODY_FIELDS,
+    BODY_KIND,
+    BODY_NAMES,
     DEAD_BUCKET,
-    NULL_LIST,
+    KIND_CODES,
     OUTPUT_DDL,
-    PAYLOAD_FIELDS,
     SEP,
     OperatorSettings,
     make_processor,
@@ -162,20 +164,18 @@ def build_operator_input(source: Any, buckets: int) -> Any:
         F.col("_src_offset").cast("string"),
         F.when(owner, "t").otherwise("f"),
     ]
-    types = {f.name: f.dataType.simpleString() for f in schema.EVENT_STRUCT.fields}
-    fields = []
-    for name in PAYLOAD_FIELDS:
-        col, t = F.col(name), types[name]
-        if t.startswith("array"):
-            text = F.array_join(col, ",")
-            text = F.when(col.isNull(), F.lit(NULL_LIST)).otherwise(text)
-        elif t == "boolean":
-            text = F.when(col, "t").when(~col, "f")
-        else:
-            text = col.cast("string")
-        fields.append(F.coalesce(text, F.lit("")))
+    # The body: the kind's code and the model event's arguments, as JSON (nulls kept).
+    bodies = []
+    for kind, names in BODY_FIELDS.items():
+        members = [F.lit(KIND_CODES[kind]).alias(BODY_KIND)]
+        members += [F.col(n).alias(a) for n, a in zip(names, BODY_NAMES, strict=False)]
+        json_ = F.to_json(F.struct(*members), {"ignoreNullFields": "false"})
+        bodies.append((F.col("kind") == kind, json_))
+    body = F.when(*bodies[0])
+    for cond, json_ in bodies[1:]:
+        body = body.when(cond, json_)
     sep = SEP
-    payload = F.when(ok, F.concat_ws(sep, *head, *fields)).otherwise(
+    payload = F.when(ok, F.concat_ws(sep, *head, body)).otherwise(
         F.concat_ws(sep, *head, F.col("_src_topic"), F.col("reason"))
     )
     return exploded.select(

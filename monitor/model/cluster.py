@@ -106,6 +106,18 @@ class ClusterModel:
             self._contexts[(cluster, topic)] = ctx
         return ctx
 
+    def restore(
+        self,
+        partitions: dict[PartitionKey, PartitionState],
+        topics: dict[tuple[str, str], TopicState],
+        brokers: dict[tuple[str, int], BrokerState],
+    ) -> None:
+        """Replace (or add) these states, e.g. from a saved delta; derived caches are dropped."""
+        self.partitions.update(partitions)
+        self.topics.update(topics)
+        self.brokers.update(brokers)
+        self._contexts.clear()
+
     def open_findings(self) -> Iterator[tuple[str, str | None, int | None, object]]:
         """(cluster, topic, partition, OpenCondition) for everything open, for exporters."""
         for ps in self.partitions.values():

@@ -1,0 +1,91 @@
+"""Cost of the JVM side of the job per record: parse, validation, bucketing and payload.
+
+A static (batch) DataFrame of synthetic raw records, Kafka-shaped, run through successive
+prefixes of the job's operator input and written to the ``noop`` sink; each stage's time
+minus the previous one is its cost. Wall time depends on what else runs on the machine; the
+JVM's CPU time (``/proc/<pid>/stat``) much less: it is the figure to compare.
+
+::
+
+    python -m bench.validation_bench --records 300000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process (all its threads) so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _timed(df: Any, repeat: int, pid: int) -> tuple[float, float]:
+    """Best wall time and best JVM CPU time of writing ``df`` to the noop sink."""
+    best, best_cpu = float("inf"), float("inf")
+    for _ in range(repeat):
+        t, c = time.monotonic(), _cpu_s(pid)
+        df.write.format("noop").mode("overwrite").save()
+        best = min(best, time.monotonic() - t)
+        best_cpu = min(best_cpu, _cpu_s(pid) - c)
+    return best, best_cpu
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.validation_bench", description=__doc__)
+    ap.add_argument("--records", type=int, default=300_000)
+    ap.add_argument("--buckets", type=int, default=16)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--master", default="local[2]")
+    args = ap.parse_args(argv)
+
+    from pyspark.sql import functions as F
+
+    from monitor.synth import generate
+    from streaming import schema
+    from streaming.job import build_operator_input
+    from streaming.session import build_session
+
+    partitions = max(100, args.records // 8)
+    rows = [
+        (json.dumps(e, separators=(",", ":")).encode(), "events", 0, i)
+        for i, e in enumerate(generate(partitions, 2, fault_rate=0.001, seed=1))
+    ][: args.records]
+    spark = build_session(master=args.master)
+    spark.sparkContext.setLogLevel("ERROR")
+    pid = int(spark.sparkContext._jvm.ProcessHandle.current().pid())  # type: ignore[union-attr]
+    src = spark.createDataFrame(rows, "value binary, topic string, partition int, offset long")
+    src = src.repartition(2).persist()
+    n = src.count()
+    stages = {
+        "read (persisted source)": src.select("value"),
+        "from_json -> VARIANT struct": src.select(schema.parsed_struct("value").alias("s")).select(
+            F.col("s._corrupt"), F.expr("cast(s.observed_at AS string)").alias("o")
+        ),
+        "validate (reason + typed columns)": schema.validate(src).select("reason", "kind"),
+        "operator input (+ bucket, payload)": build_operator_input(src, args.buckets),
+    }
+    print(f"{n} records, master {args.master}; JVM CPU is the load-independent figure")
+    prev = 0.0
+    for name, df in stages.items():
+        # The payload/validation columns must be computed: hash them into one number.
+        cols = [F.xxhash64(*[F.col(c) for c in df.columns]).alias("h")]
+        wall, cpu = _timed(df.select(*cols), args.repeat, pid)
+        per, added = cpu / n * 1e6, (cpu - prev) / n * 1e6
+        print(
+            f"  {name:38s} wall {wall:6.2f} s  JVM CPU {cpu:6.2f} s = {per:5.1f} us/record "
+            f"(+{added:.1f})"
+        )
+        prev = cpu
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
