@@ -99,6 +99,9 @@ def test_redaction_of_kafka_python_logs(caplog: pytest.LogCaptureFixture) -> Non
     )
     install_redaction(k)
     caplog.set_level(logging.DEBUG)
+    # The CLIs quieten the "kafka" logger (monitor lab/collect, run in-process by other
+    # tests): open it here, caplog restores it.
+    caplog.set_level(logging.DEBUG, logger="kafka")
     # What kafka-python's admin client logs at DEBUG (its whole configuration).
     logging.getLogger("kafka.admin.client").debug("configuration: %s", k.client_kwargs())
     try:
