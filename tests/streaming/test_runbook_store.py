@@ -129,7 +129,7 @@ def incident(
     )
     job = start(spark, cfg)
     try:
-        job.drain(timeout_s=240)
+        job.drain(timeout_s=700)  # ~100 small batches: minutes on a loaded 2-core box
     finally:
         job.stop()
     assert job.counters.accepted == produced and job.counters.dead_lettered == 0
