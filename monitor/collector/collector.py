@@ -93,6 +93,8 @@ class Collector:
         self._configs: dict[str, TopicDurability] = {}
         #: (topic, partition) -> the leader epoch whose start offset was last read.
         self._epoch_asked: dict[tuple[str, int], int] = {}
+        #: The topics of the last successful metadata read (None until there is one).
+        self._known_topics: set[str] | None = None
         self.health = _Health()
         self._metrics_server: Any = None
         self._stop = threading.Event()
@@ -180,7 +182,12 @@ class Collector:
             self._configs.update(read_topic_configs(self._admin, topics, reads))
         res.errors.extend(reads.errors)
 
-        keep = set(topics) if topics else None
+        # A round whose metadata read failed filters the JMX replicas by the last topics it
+        # knew: without a filter, broker-internal logs (KRaft's __cluster_metadata) would
+        # appear as partitions for one round and open conditions that never resolve.
+        if topics:
+            self._known_topics = set(topics)
+        keep = self._known_topics
         for fut in scrapes:
             broker, t, scrape, err = fut.result()
             self.health.broker_up.labels(str(broker)).set(1 if scrape else 0)

@@ -118,3 +118,46 @@ def test_environment_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
     cfg = CollectorConfig()
     assert cfg.cluster == "prod-eu"
     assert cfg.kafka.client_kwargs()["bootstrap_servers"] == ["k1:9092", "k2:9092"]
+
+
+def test_a_round_without_metadata_keeps_filtering_by_the_last_topics(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A failed metadata read (a SIGSTOPped broker can hang the Admin client) must not let
+    broker-internal logs through as partitions: found by the soak, where KRaft's
+    ``__cluster_metadata`` opened a stale_telemetry that never resolved."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from monitor.collector import collector as mod
+    from monitor.events import ReplicaEvent
+
+    page = PAGE + 'kafka_log_log_end_offset{partition="0",topic="__cluster_metadata"} 9.0\n'
+    rounds = iter([True, False])
+
+    def fake_metadata(admin: object, exclude: object, internal: bool, reads: mod.Reads) -> bool:
+        if next(rounds):
+            reads.partitions.append(PartitionMetadata("orders", 0, 1, 1, (1, 2), (1, 2), (), ()))
+        else:
+            reads.errors.append(("metadata", "timed out"))
+        return True
+
+    monkeypatch.setattr(mod, "read_metadata", fake_metadata)
+    monkeypatch.setattr(mod, "read_high_watermarks", lambda admin, reads: None)
+    monkeypatch.setattr(mod, "read_epoch_starts", lambda admin, reads, wanted: None)
+    monkeypatch.setattr(mod, "read_topic_configs", lambda admin, topics, reads: {})
+    monkeypatch.setattr(mod.jmx, "fetch", lambda url, timeout: page)
+    c = mod.Collector(
+        CollectorConfig(
+            cluster="c", kafka={"bootstrap_servers": "127.0.0.1:1"}, jmx_urls={1: "http://x"}
+        )
+    )
+    c._admin = object()  # type: ignore[assignment]
+    c._pool = ThreadPoolExecutor(1)
+    try:
+        for _ in range(2):
+            res = c.round()
+            topics = {e.topic for e in res.events if isinstance(e, ReplicaEvent)}
+            assert "__cluster_metadata" not in topics, topics
+            assert "orders" in topics
+    finally:
+        c._pool.shutdown()
