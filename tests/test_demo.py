@@ -20,7 +20,10 @@ pytestmark = [pytest.mark.lab, pytest.mark.prometheus, pytest.mark.timeout(900)]
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.mark.parametrize("spark", ["local", "standalone"])
+# "standalone" (`monitor demo --standalone`: the job on a Spark master + 1 worker) passes
+# too (docs/benchmarks.md), but costs CI 6-7 more minutes; the standalone cluster is
+# covered in CI by tests/streaming/test_standalone.py (spark-submit, Kafka end to end).
+@pytest.mark.parametrize("spark", ["local"])
 def test_short_demo_detects_alerts_and_accounts_for_the_loss(tmp_path: Path, spark: str) -> None:
     """``local``: the job on ``local[2]``; ``standalone``: the same job on a Spark standalone
     cluster (master + 1 worker from the pyspark distribution)."""
