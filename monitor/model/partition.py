@@ -289,19 +289,7 @@ def _epoch_start_known(s: PartitionState, start: int, t: int, emit: Emitter) -> 
         return
     epoch, used, committed, clean, leader_before_leo = basis
     if start < committed:
-        emit.event(
-            K.TRUNCATION_BELOW_HW,
-            t,
-            {
-                "leo_before": used,
-                "leo": start,
-                "committed_hw": committed,
-                "committed_offsets_removed": min(used, committed) - start,
-                "leader": s.leader,
-                "epoch": epoch,
-            },
-            broker=s.leader,
-        )
+        _emit_truncation(s, s.leader, used, start, committed, epoch, t, emit)
     top = min(used, committed)
     if start < top:
         emit.event(
@@ -483,19 +471,32 @@ def _on_truncation(
     seen = (s.leader_epoch, rs.leo, leo)
     if committed >= 0 and leo < floor and rs.last_truncation != seen:
         rs.last_truncation = seen
-        emit.event(
-            K.TRUNCATION_BELOW_HW,
-            t,
-            {
-                "leo_before": rs.leo,
-                "leo": leo,
-                "committed_hw": committed,
-                "committed_offsets_removed": min(rs.leo, committed) - leo,
-                "leader": s.leader,
-                "epoch": s.leader_epoch,
-            },
-            broker=broker,
-        )
+        _emit_truncation(s, broker, rs.leo, leo, committed, s.leader_epoch, t, emit)
+
+
+def _emit_truncation(
+    s: PartitionState,
+    broker: int | None,
+    leo_before: int,
+    leo: int,
+    committed: int,
+    epoch: int,
+    t: int,
+    emit: Emitter,
+) -> None:
+    emit.event(
+        K.TRUNCATION_BELOW_HW,
+        t,
+        {
+            "leo_before": leo_before,
+            "leo": leo,
+            "committed_hw": committed,
+            "committed_offsets_removed": min(leo_before, committed) - leo,
+            "leader": s.leader,
+            "epoch": epoch,
+        },
+        broker=broker,
+    )
 
 
 def _on_leader_sample(s: PartitionState, leo: int, t: int, ctx: Context, emit: Emitter) -> None:
