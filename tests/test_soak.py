@@ -99,8 +99,12 @@ def check_report(report: dict[str, Any]) -> None:
     assert max(i["max_mb"] for i in report["rss"]["stream"]["incarnations"]) > 200
     # The collector's first run lasts the whole first cycle: long enough to judge (the
     # JVM's warm-up outlasts a short run; the 30-minute soak judges the job's RSS).
+    # On a fast (unshared) machine the first cycle can end before the collector's warm-up
+    # (60 s) plus two minutes of samples: then its RSS is sampled but not judged.
     first = report["rss"]["collector"]["incarnations"][0]
-    assert first["growth"] is not None and first["flat"], first
+    assert first["samples"] >= 5, first
+    if first["span_s"] >= 60 + 130:
+        assert first["growth"] is not None and first["flat"], first
 
 
 def test_a_restarted_exporter_reports_down_until_its_query_runs(tmp_path: Path) -> None:
