@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from monitor.collector import Collector, CollectorConfig
 from monitor.exporter.driver import view_from_state_row
@@ -42,6 +43,9 @@ from monitor.plot import plot_watermarks
 from monitor.render import summary
 from monitor.sources import sample_of
 from monitor.views import PartitionView
+
+if TYPE_CHECKING:
+    from monitor.lab.cluster import Lab
 
 TOPIC = "orders"
 K = FindingKind
@@ -151,14 +155,7 @@ class Demo:
             reserve_base_port(base_port + 500, tries=20, brokers=1) as monitor_port,
         ):
             lab = Lab(LabConfig(dir=self.workdir / "lab", base_port=base_port))
-            mon = Lab(
-                LabConfig(
-                    dir=self.workdir / "monitor-cluster",
-                    base_port=monitor_port,
-                    brokers=1,
-                    extra_broker_config=ONE_BROKER,
-                )
-            )
+            mon = monitor_cluster(self.workdir / "monitor-cluster", monitor_port)
             spark = SparkStandalone(self.workdir / "spark") if self.standalone else None
             stream_args = list(STREAM_ARGS)
             if spark is not None:
@@ -198,14 +195,7 @@ class Demo:
                 if spark is not None:
                     spark.start()
                     self.say(f"   Spark standalone master {spark.url} with 1 worker")
-                for name in (EVENTS, FINDINGS, DEADLETTER):
-                    create_topic(
-                        mon.bootstrap_servers,
-                        name,
-                        partitions=2 if name == EVENTS else 1,
-                        replication_factor=1,
-                        min_insync_replicas=1,
-                    )
+                create_monitor_topics(mon.bootstrap_servers)
                 stream.start()
                 lab.up()
                 hook.start()
@@ -544,6 +534,30 @@ ONE_BROKER = {
         "default.replication.factor",
     )
 }
+
+
+def monitor_cluster(workdir: Path, base_port: int) -> Lab:
+    """The one-broker cluster that holds the monitor's own topics (demo and soak)."""
+    from monitor.lab.cluster import Lab
+    from monitor.lab.config import LabConfig
+
+    return Lab(
+        LabConfig(dir=workdir, base_port=base_port, brokers=1, extra_broker_config=ONE_BROKER)
+    )
+
+
+def create_monitor_topics(bootstrap: str) -> None:
+    """The events, findings and dead-letter topics on the monitor's cluster."""
+    from monitor.lab.admin import create_topic
+
+    for name in (EVENTS, FINDINGS, DEADLETTER):
+        create_topic(
+            bootstrap,
+            name,
+            partitions=2 if name == EVENTS else 1,
+            replication_factor=1,
+            min_insync_replicas=1,
+        )
 
 
 def _set_min_isr(bootstrap: str, value: int) -> None:

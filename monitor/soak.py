@@ -52,7 +52,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from monitor.demo import DEADLETTER, EVENTS, FINDINGS, ONE_BROKER, STREAM_ARGS, STREAM_ENV
+from monitor.demo import (
+    EVENTS,
+    FINDINGS,
+    STREAM_ARGS,
+    STREAM_ENV,
+    create_monitor_topics,
+    monitor_cluster,
+)
 from monitor.model import Finding
 from monitor.ops.prom import AlertmanagerProcess, PrometheusProcess, WebhookReceiver, free_port
 from monitor.ops.stream import FindingsReader, StreamProcess
@@ -416,14 +423,7 @@ class Soak:
             reserve_base_port(base_port + 500, tries=20, brokers=1) as monitor_port,
         ):
             lab = Lab(LabConfig(dir=self.workdir / "lab", base_port=base_port))
-            mon = Lab(
-                LabConfig(
-                    dir=self.workdir / "monitor-cluster",
-                    base_port=monitor_port,
-                    brokers=1,
-                    extra_broker_config=ONE_BROKER,
-                )
-            )
+            mon = monitor_cluster(self.workdir / "monitor-cluster", monitor_port)
             stream = StreamProcess(
                 self.workdir / "stream",
                 mon.bootstrap_servers,
@@ -446,12 +446,6 @@ class Soak:
                     "jmx_timeout_s": 1.0,
                     "config_every_rounds": 5,
                     "metrics_port": collector_port,
-                    # KNOWN BUG (collector): in a round whose metadata read fails (a
-                    # paused broker can hang it), JMX replica events are not filtered to
-                    # the topics in the metadata, so KRaft's __cluster_metadata appears as
-                    # a partition, then goes silent: a stale_telemetry that never resolves.
-                    # Excluded here until the collector keeps the last known topic set.
-                    "exclude_topics": r"^(__replication_monitor_|__cluster_metadata$)",
                 },
             )
             reader = FindingsReader(mon.bootstrap_servers, FINDINGS, self._on_finding)
@@ -470,14 +464,7 @@ class Soak:
                 self.say("== setup: lab, monitor cluster, Spark job, collector, Prometheus")
                 lab.up()
                 mon.up()
-                for name in (EVENTS, FINDINGS, DEADLETTER):
-                    create_topic(
-                        mon.bootstrap_servers,
-                        name,
-                        partitions=2 if name == EVENTS else 1,
-                        replication_factor=1,
-                        min_insync_replicas=1,
-                    )
+                create_monitor_topics(mon.bootstrap_servers)
                 create_topic(
                     lab.bootstrap_servers, TOPIC, assignments=ASSIGNMENTS, min_insync_replicas=2
                 )

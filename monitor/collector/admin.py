@@ -113,26 +113,37 @@ def read_high_watermarks(admin: KafkaAdminClient, reads: Reads) -> None:
         if p.leader is not None:
             by_leader[p.leader].append(TopicPartition(p.topic, p.partition))
 
-    async def _send_all() -> None:
-        for leader, tps in by_leader.items():
-            # Private kafka-python helpers: the public call cannot skip one partition's error.
-            request = admin._list_partition_offsets_request(
-                {tp: OffsetSpec.LATEST for tp in tps}, 0
-            )
-            try:
-                response = await admin._manager.send(request, node_id=leader)
-            except KafkaError as e:
-                reads.errors.append(("offsets", f"leader {leader}: {e!r}"))
-                continue
-            for topic in response.topics:
-                for part in topic.partitions:
-                    if part.error_code == 0 and part.offset >= 0:
-                        reads.high_watermarks[(topic.name, part.partition_index)] = part.offset
+    # Private kafka-python helpers: the public call cannot skip one partition's error.
+    requests = {
+        leader: admin._list_partition_offsets_request({tp: OffsetSpec.LATEST for tp in tps}, 0)
+        for leader, tps in by_leader.items()
+    }
+    for response in _send_per_leader(admin, requests, "offsets", reads):
+        for topic in response.topics:
+            for part in topic.partitions:
+                if part.error_code == 0 and part.offset >= 0:
+                    reads.high_watermarks[(topic.name, part.partition_index)] = part.offset
 
-    try:
-        admin._manager.run(_send_all)
-    except KafkaError as e:
-        reads.errors.append(("offsets", repr(e)))
+
+def _send_per_leader(
+    admin: KafkaAdminClient, requests: dict[int, Any], source: str, reads: Reads
+) -> list[Any]:
+    """Send one request per leader; the responses that came back (errors go to ``reads``)."""
+    responses: list[Any] = []
+
+    async def _send_all() -> None:
+        for leader, request in requests.items():
+            try:
+                responses.append(await admin._manager.send(request, node_id=leader))
+            except KafkaError as e:
+                reads.errors.append((source, f"leader {leader}: {e!r}"))
+
+    if requests:
+        try:
+            admin._manager.run(_send_all)
+        except KafkaError as e:
+            reads.errors.append((source, repr(e)))
+    return responses
 
 
 def read_epoch_starts(admin: KafkaAdminClient, reads: Reads, wanted: set[tuple[str, int]]) -> None:
@@ -160,25 +171,15 @@ def read_epoch_starts(admin: KafkaAdminClient, reads: Reads, wanted: set[tuple[s
             )
         )
 
-    async def _send_all() -> None:
-        for leader, topics in by_leader.items():
-            request = OffsetForLeaderEpochRequest(replica_id=-1, topics=list(topics.items()))
-            try:
-                response = await admin._manager.send(request, node_id=leader)
-            except KafkaError as e:
-                reads.errors.append(("epochs", f"leader {leader}: {e!r}"))
-                continue
-            for topic in response.topics:
-                for part in topic.partitions:
-                    if part.error_code == 0 and part.end_offset >= 0:
-                        reads.epoch_starts[(topic.topic, part.partition)] = part.end_offset
-
-    if not by_leader:
-        return
-    try:
-        admin._manager.run(_send_all)
-    except KafkaError as e:
-        reads.errors.append(("epochs", repr(e)))
+    requests = {
+        leader: OffsetForLeaderEpochRequest(replica_id=-1, topics=list(topics.items()))
+        for leader, topics in by_leader.items()
+    }
+    for response in _send_per_leader(admin, requests, "epochs", reads):
+        for topic in response.topics:
+            for part in topic.partitions:
+                if part.error_code == 0 and part.end_offset >= 0:
+                    reads.epoch_starts[(topic.topic, part.partition)] = part.end_offset
 
 
 @dataclass(frozen=True, slots=True)
