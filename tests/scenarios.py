@@ -250,6 +250,37 @@ def healthy_steady_state() -> Timeline:
     return tl
 
 
+def same_round_skew() -> Timeline:
+    """The 30-minute soak's false divergence: one stamp per collection round, and follower 1's
+    exporter answers after leader 2's, so within a round the follower holds one offset more."""
+    tl = Timeline(topic="skew")
+    tl.config(rf=2, min_isr=1)
+    leo = 10_000
+    for _ in range(60):
+        leo += 40
+        for b in (1, 2):
+            tl.broker(b)
+        tl.replica(1, leo=leo + 1)  # read a moment after the leader's value
+        tl.replica(2, leo=leo, hw=leo - 1)
+        tl.meta(leader=2, epoch=4, replicas=[2, 1], isr=[2, 1], hw=leo - 1)
+        tl.advance(2 * SECOND)
+    return tl
+
+
+def diverged_follower() -> Timeline:
+    """Follower 2 holds offsets its leader does not, round after round (a broken log)."""
+    tl = Timeline(topic="diverged")
+    tl.config(rf=2, min_isr=1)
+    leo = 5_000
+    for _ in range(10):
+        leo += 10
+        tl.replica(1, leo=leo, hw=leo)
+        tl.replica(2, leo=9_000)
+        tl.meta(leader=1, epoch=3, replicas=[1, 2], isr=[1, 2], hw=leo)
+        tl.advance(2 * SECOND)
+    return tl
+
+
 def hw_regression() -> Timeline:
     """HW goes back within an epoch, confirmed by a second sample; a lone glitch is not."""
     tl = Timeline(topic="hwreg")
@@ -412,6 +443,21 @@ SCENARIOS: list[Scenario] = [
             "stale_telemetry",
             "durability_risk",
         ],
+    ),
+    Scenario(
+        "same_round_skew",
+        "Within one collection round a follower read after its leader holds more: not a "
+        "divergence (samples of one round have no order).",
+        same_round_skew,
+        forbid=["log_divergence", "follower_lag", "hw_regression", "truncation_below_hw"],
+    ),
+    Scenario(
+        "diverged_follower",
+        "A follower ahead of its leader across rounds: its log differs.",
+        diverged_follower,
+        expect=["log_divergence:open@2"],
+        forbid=["committed_data_loss", "truncation_below_hw"],
+        details=[("log_divergence", "leo", 9000)],
     ),
     Scenario(
         "hw_regression",

@@ -98,3 +98,20 @@ def test_late_events_are_ignored_not_believed(sc: Scenario, rng: random.Random) 
     # nothing invented, nothing lost that the on-time events prove.
     assert distorted - _guarded(sc, events) == Counter()
     assert _guarded(sc, on_time) - distorted == Counter()
+
+
+def test_a_condition_never_resolves_before_it_opened() -> None:
+    """Found by the soak: a tick judged a broker silent at its clock, then the broker's
+    delayed samples (stamped earlier) arrived and resolved the condition with an ``at``
+    before the open (``open_for_ms`` -4521). The resolve is now stamped no earlier."""
+    from monitor.model import BrokerReport, FindingKind, FindingState
+
+    model = ClusterModel(ModelConfig(stale_after_ms=30_000))
+    model.apply(BrokerReport("c", 1_000, 3, True))
+    [opened] = model.tick(40_000)
+    assert (opened.kind, opened.state) == (FindingKind.STALE_TELEMETRY, FindingState.OPEN)
+    late = model.apply(BrokerReport("c", 35_000, 3, True))  # read before the tick's clock
+    [resolved] = [f for f in late if f.kind == FindingKind.STALE_TELEMETRY]
+    assert resolved.state is FindingState.RESOLVED
+    assert resolved.at >= resolved.opened_at == 40_000
+    assert resolved.details["open_for_ms"] >= 0

@@ -132,6 +132,18 @@ def _send_per_leader(
     responses: list[Any] = []
 
     async def _send_all() -> None:
+        # The client routes by its *own* broker list, refreshed only every
+        # metadata.max.age.ms (5 min) or after a connection error -- not by the metadata
+        # this collector reads. A broker that re-registered since that list was taken
+        # (restarted while it was refreshed) is unknown to it: every request to it fails
+        # with UnknownBrokerIdError, and found by the demo, the first 15 s of a restarted
+        # broker's leadership had no HW and no epoch record. Refresh first.
+        cluster = admin._manager.cluster
+        if any(cluster.broker_metadata(leader) is None for leader in requests):
+            try:
+                await cluster.refresh_metadata()
+            except KafkaError as e:
+                reads.errors.append((source, f"metadata refresh: {e!r}"))
         for leader, request in requests.items():
             try:
                 responses.append(await admin._manager.send(request, node_id=leader))

@@ -147,8 +147,9 @@ class Collector:
 
     # -- one round -------------------------------------------------------------------------
 
-    def _scrape(self, broker: int, url: str) -> tuple[int, int, jmx.BrokerScrape | None, str]:
-        t = self._clock()
+    def _scrape(
+        self, broker: int, url: str, t: int
+    ) -> tuple[int, int, jmx.BrokerScrape | None, str]:
         try:
             page = jmx.fetch(url, self.config.jmx_timeout_s)
             return broker, t, jmx.parse(page, jmx.JmxNames()), ""
@@ -161,7 +162,14 @@ class Collector:
         started = time.monotonic()
         cfg = self.config
         res = RoundResult()
-        scrapes = [self._pool.submit(self._scrape, b, u) for b, u in sorted(cfg.jmx_urls.items())]
+        # Every JMX sample of a round carries the round's start: each value was read after
+        # it and before the next round's (the round waits for every scrape). Per-request
+        # stamps taken before each request would order a slow broker's fresher answer
+        # before a fast one's older answer -- a follower "ahead" of its leader.
+        t_jmx = self._clock()
+        scrapes = [
+            self._pool.submit(self._scrape, b, u, t_jmx) for b, u in sorted(cfg.jmx_urls.items())
+        ]
         reads = Reads()
         t_meta = self._clock()
         res.elr_known = read_metadata(self._admin, self._exclude, cfg.include_internal, reads)

@@ -193,7 +193,11 @@ def elect_leader(
 ) -> None:
     """ElectLeaders (KIP-460): UNCLEAN elects any live replica when no ISR/ELR member can
     lead; PREFERRED moves leadership back to the first replica. ``partition=None`` means
-    every partition of the topic, ``topic=None`` every partition of the cluster."""
+    every partition of the topic, ``topic=None`` every partition of the cluster.
+
+    A preferred leader that has just rejoined the ISR may not be electable yet (the
+    controller answers PREFERRED_LEADER_NOT_AVAILABLE until it has unfenced the broker):
+    that answer is retried until ``timeout_s``."""
     election_type = 1 if unclean else 0
     targets: dict[str, list[int]] | list[str] | None
     if topic is None:
@@ -202,12 +206,21 @@ def elect_leader(
         targets = [topic]
     else:
         targets = {topic: [partition]}
+    deadline = time.monotonic() + timeout_s
     with admin_client(bootstrap_servers, timeout_s) as admin:
-        try:
-            admin.elect_leaders(election_type, targets, timeout_ms=int(timeout_s * 1000))
-        except Exception as exc:
+        while True:
+            try:
+                admin.elect_leaders(election_type, targets, timeout_ms=int(timeout_s * 1000))
+                return
+            except Errors.PreferredLeaderNotAvailableError as exc:
+                if time.monotonic() < deadline:
+                    time.sleep(1)
+                    continue
+                error: Exception = exc
+            except Exception as exc:
+                error = exc
             kind = "unclean" if unclean else "preferred"
-            raise LabError(f"{kind} election for {topic}-{partition} failed: {exc!r}") from exc
+            raise LabError(f"{kind} election for {topic}-{partition} failed: {error!r}") from error
 
 
 _RETRIABLE_OFFSET_ERRORS = (

@@ -507,9 +507,11 @@ def _on_leader_sample(s: PartitionState, leo: int, t: int, ctx: Context, emit: E
     for b, rs in s.replica_states.items():
         if b != s.leader:
             _measure_follower(s, rs, t, ctx)
-            # A follower sampled (under this leadership) no later than this leader sample,
-            # yet holding more than the leader: impossible unless their logs differ.
-            if s.epoch_started_at <= rs.observed_at <= t and rs.leo > leo:
+            # A follower sampled (under this leadership) *before* this leader sample, yet
+            # holding more than the leader: impossible unless their logs differ. Strictly
+            # before: samples with the same stamp were read concurrently (the collector
+            # stamps a round's JMX reads with the round's start), in an unknown order.
+            if s.epoch_started_at <= rs.observed_at < t and rs.leo > leo:
                 if rs.ahead_samples == 0:
                     rs.ahead_since = t
                 rs.ahead_samples += 1

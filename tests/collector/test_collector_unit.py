@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from pydantic import BaseModel, ValidationError
 
@@ -120,39 +122,57 @@ def test_environment_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
     assert cfg.kafka.client_kwargs()["bootstrap_servers"] == ["k1:9092", "k2:9092"]
 
 
+def _offline_collector(
+    monkeypatch: pytest.MonkeyPatch,
+    page: str,
+    brokers: int = 1,
+    read_metadata: Any = None,
+    clock: Any = None,
+) -> Any:
+    """A Collector whose Admin reads and JMX pages are stubs; ``_pool`` has one worker (the
+    brokers are read one after another). The caller shuts the pool down."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from monitor.collector import collector as mod
+
+    monkeypatch.setattr(
+        mod, "read_metadata", read_metadata or (lambda admin, exclude, internal, reads: True)
+    )
+    monkeypatch.setattr(mod, "read_high_watermarks", lambda admin, reads: None)
+    monkeypatch.setattr(mod, "read_epoch_starts", lambda admin, reads, wanted: None)
+    monkeypatch.setattr(mod, "read_topic_configs", lambda admin, topics, reads: {})
+    monkeypatch.setattr(mod.jmx, "fetch", lambda url, timeout: page)
+    config = CollectorConfig(
+        cluster="c",
+        kafka={"bootstrap_servers": "127.0.0.1:1"},
+        jmx_urls={b: f"http://broker-{b}" for b in range(1, brokers + 1)},
+    )
+    c = mod.Collector(config) if clock is None else mod.Collector(config, clock=clock)
+    c._admin = object()
+    c._pool = ThreadPoolExecutor(1)
+    return c
+
+
 def test_a_round_without_metadata_keeps_filtering_by_the_last_topics(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A failed metadata read (a SIGSTOPped broker can hang the Admin client) must not let
     broker-internal logs through as partitions: found by the soak, where KRaft's
     ``__cluster_metadata`` opened a stale_telemetry that never resolved."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from monitor.collector import collector as mod
+    from monitor.collector.admin import Reads
     from monitor.events import ReplicaEvent
 
     page = PAGE + 'kafka_log_log_end_offset{partition="0",topic="__cluster_metadata"} 9.0\n'
     rounds = iter([True, False])
 
-    def fake_metadata(admin: object, exclude: object, internal: bool, reads: mod.Reads) -> bool:
+    def fake_metadata(admin: object, exclude: object, internal: bool, reads: Reads) -> bool:
         if next(rounds):
             reads.partitions.append(PartitionMetadata("orders", 0, 1, 1, (1, 2), (1, 2), (), ()))
         else:
             reads.errors.append(("metadata", "timed out"))
         return True
 
-    monkeypatch.setattr(mod, "read_metadata", fake_metadata)
-    monkeypatch.setattr(mod, "read_high_watermarks", lambda admin, reads: None)
-    monkeypatch.setattr(mod, "read_epoch_starts", lambda admin, reads, wanted: None)
-    monkeypatch.setattr(mod, "read_topic_configs", lambda admin, topics, reads: {})
-    monkeypatch.setattr(mod.jmx, "fetch", lambda url, timeout: page)
-    c = mod.Collector(
-        CollectorConfig(
-            cluster="c", kafka={"bootstrap_servers": "127.0.0.1:1"}, jmx_urls={1: "http://x"}
-        )
-    )
-    c._admin = object()  # type: ignore[assignment]
-    c._pool = ThreadPoolExecutor(1)
+    c = _offline_collector(monkeypatch, page, read_metadata=fake_metadata)
     try:
         for _ in range(2):
             res = c.round()
@@ -161,3 +181,23 @@ def test_a_round_without_metadata_keeps_filtering_by_the_last_topics(
             assert "orders" in topics
     finally:
         c._pool.shutdown()
+
+
+def test_a_rounds_jmx_samples_share_one_stamp(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by the soak: stamped before each request, a slow leader's older answer carried a
+    later time than its follower's fresher one, and the model saw the follower "ahead" (a
+    false log_divergence). Every JMX sample of a round now carries the round's start, however
+    long each broker takes to answer."""
+    from monitor.events import BrokerEvent, ReplicaEvent
+
+    ticks = iter(range(1_000, 100_000, 7))  # every clock read is later than the one before
+    c = _offline_collector(monkeypatch, PAGE, brokers=3, clock=lambda: next(ticks))
+    try:
+        res = c.round()
+    finally:
+        c._pool.shutdown()
+    jmx_events = [e for e in res.events if isinstance(e, ReplicaEvent | BrokerEvent)]
+    assert {e.broker for e in jmx_events} == {1, 2, 3}
+    assert len({e.observed_at for e in jmx_events}) == 1, sorted(
+        (e.broker, e.observed_at) for e in jmx_events
+    )

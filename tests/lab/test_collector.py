@@ -71,10 +71,15 @@ class Recording:
             time.sleep(0.1)
 
     def wait_for(
-        self, what: str, predicate: Callable[[AnyEvent], bool], timeout: float = 60
+        self,
+        what: str,
+        predicate: Callable[[AnyEvent], bool],
+        timeout: float = 60,
+        since: int = 0,
     ) -> AnyEvent:
+        """The first recorded event (from index ``since``) that ``predicate`` accepts."""
         deadline = time.monotonic() + timeout
-        seen = 0
+        seen = since
         while time.monotonic() < deadline:
             with self._lock:
                 fresh = self.events[seen:]
@@ -135,6 +140,47 @@ def test_killed_leader_yields_new_leader_and_higher_epoch(lab: Lab, recording: R
         ),
     )
     assert isinstance(started, PartitionEvent) and started.epoch_start_offset == 0
+
+
+def test_a_restarted_broker_is_read_as_soon_as_it_leads(lab: Lab, recording: Recording) -> None:
+    """Found by the demo: the client routes requests by its own broker list, which it
+    refreshes every 5 minutes or after a connection error. Refreshed while broker 2 was
+    down, the list lacked broker 2 after its restart, and the first 15 s of its leadership
+    carried no HW and no epoch record (the loss was judged on a stale sample: under-reported).
+    Now the first rounds of its leadership read both."""
+    topic = "col-rejoin"
+    create_topic(lab.bootstrap_servers, topic, assignments={0: [2, 1]}, min_insync_replicas=1)
+    recording.wait_for("led by 2", _partition(topic, lambda e: e.leader == 2))
+    produce(lab.bootstrap_servers, topic, rate=400, count=100, acks="all")
+    lab.stop(2)
+    recording.wait_for("led by 1", _partition(topic, lambda e: e.leader == 1), timeout=90)
+    cluster = recording.collector._admin._manager.cluster  # type: ignore[union-attr]
+    deadline = time.monotonic() + 30
+    cluster.request_update()  # what a connection error does: the list is taken without 2
+    while cluster.broker_metadata(2) is not None:
+        assert time.monotonic() < deadline, "the client's broker list still has broker 2"
+        time.sleep(0.2)
+    lab.start(2)
+    recording.wait_for("ISR [1, 2]", _partition(topic, lambda e: sorted(e.isr) == [1, 2]), 90)
+    assert cluster.broker_metadata(2) is None  # nothing has refreshed it: the trap is set
+    with recording._lock:
+        since = len(recording.events)
+    elect_leader(lab.bootstrap_servers, topic, 0, unclean=False, timeout_s=60)  # back to 2
+    led = recording.wait_for(
+        "led by 2 again", _partition(topic, lambda e: e.leader == 2), since=since
+    )
+    assert isinstance(led, PartitionEvent)
+    recording.wait_rounds(3)
+    with recording._lock:
+        mine = [
+            e
+            for e in recording.events[since:]
+            if isinstance(e, PartitionEvent)
+            and e.topic == topic
+            and e.leader_epoch == led.leader_epoch
+        ]
+    assert any(e.high_watermark == 100 for e in mine), mine
+    assert any(e.epoch_start_offset == 100 for e in mine), mine
 
 
 def test_unclean_election_loss_matches_what_a_consumer_reads(
