@@ -92,7 +92,9 @@ def arrow_schema(ddl: str) -> pa.Schema:
     return pa.schema([_field(f) for f in _split_top(ddl)])
 
 
-STATE_SCHEMA = arrow_schema(STATE_DDL)
+#: What Spark writes: the STATE_DDL columns, then the operator's ``row_seq`` (the batch id
+#: is the folder). Synthetic rows leave ``row_seq`` null (one row per partition per batch).
+STATE_SCHEMA = arrow_schema(STATE_DDL).append(pa.field("row_seq", pa.int64()))
 FINDING_SCHEMA = arrow_schema(FINDING_DDL)
 
 # --- archetypes --------------------------------------------------------------------------

@@ -127,7 +127,7 @@ assert all(f[1] == "observed_at" for f in BODY_FIELDS.values())
 OUTPUT_DDL = (
     "out string, key string, value binary, reason string, src_topic string, "
     "src_partition int, src_offset long, bucket int, n_events long, n_duplicates long, "
-    "n_findings long, n_partitions long, state_bytes long"
+    "n_findings long, n_partitions long, state_bytes long, seq long, n_states long"
 )
 
 
@@ -654,7 +654,10 @@ class Outputs:
                 bucket=bucket,
             )
 
-    def states(self, bucket: int, states: list[PartitionState], model: ClusterModel) -> None:
+    def states(
+        self, bucket: int, states: list[PartitionState], model: ClusterModel, seq: int
+    ) -> None:
+        """One row per partition; ``seq`` orders a bucket's calls (see :func:`row_seq`)."""
         for ps in states:
             ts = model.topics.get((ps.cluster, ps.topic))
             self.add(
@@ -662,6 +665,7 @@ class Outputs:
                 key=f"{ps.cluster}/{ps.topic}/{ps.partition}",
                 value=state_json(ps, ts.config if ts is not None else None).encode(),
                 bucket=bucket,
+                seq=seq,
             )
 
     def __len__(self) -> int:
@@ -671,6 +675,17 @@ class Outputs:
         import pandas as pd  # type: ignore[import-untyped]
 
         return pd.DataFrame(self.cols, columns=list(self.COLUMNS))
+
+
+def row_seq(state: Bucket) -> int:
+    """Orders the state rows of one bucket: grows with every call of the processor.
+
+    A micro-batch can write a partition twice -- from its events, then from the bucket's
+    timer -- with the same ``updated_at`` (a tick does not change what was last seen). The
+    store and the exporter keep the row with the highest ``(batch_id, row_seq)``. A call
+    applies at least one event or one tick, so events + ticks grows strictly.
+    """
+    return state.events + state.ticks
 
 
 def _bytes(v: Any) -> bytes:
@@ -782,7 +797,7 @@ def make_processor(settings: OperatorSettings) -> Any:
             prof.mark("save")
             out.findings(bucket, findings)
             if settings.emit_state:
-                out.states(bucket, list(touched.values()), model)
+                out.states(bucket, list(touched.values()), model, row_seq(state))
             prof.mark("outputs")
             out.add(
                 out="stats",
@@ -792,6 +807,7 @@ def make_processor(settings: OperatorSettings) -> Any:
                 n_findings=len(findings),
                 n_partitions=len(model.partitions),
                 state_bytes=size,
+                n_states=len(touched) if settings.emit_state else 0,
             )
             frame = out.frame()
             prof.mark("frame")
@@ -834,7 +850,9 @@ def make_processor(settings: OperatorSettings) -> Any:
             store.save(state, changed, {})
             out.findings(bucket, findings)
             if settings.emit_state and keys:
-                out.states(bucket, [model.partitions[k] for k in keys], model)
+                out.states(bucket, [model.partitions[k] for k in keys], model, row_seq(state))
+                # (the sink counts state rows from stats rows; a tick's has no events)
+                out.add(out="stats", bucket=bucket, n_events=0, n_states=len(keys))
 
         def close(self) -> None:
             pass

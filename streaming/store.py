@@ -49,7 +49,15 @@ def _sources(store: str) -> str:
         parts.append(f"SELECT * FROM read_parquet('{snap}')")
     if not parts:
         return ""
+    # Stores written before ``row_seq`` existed (and synthetic ones) lack it: NULL there.
+    parts.append("SELECT NULL::BIGINT AS row_seq WHERE FALSE")
     return " UNION ALL BY NAME ".join(parts)
+
+
+#: Which of a partition's rows is the newest: the batch, then the order of the bucket's calls
+#: within the batch (``streaming.operator.row_seq``: a timer row after an input row, both
+#: with the same ``updated_at``), then ``updated_at`` for rows without ``row_seq``.
+NEWEST_FIRST = "batch_id DESC, coalesce(row_seq, -1) DESC, updated_at DESC"
 
 
 def _rows(con: Any, sql: str) -> list[dict[str, Any]]:
@@ -67,7 +75,7 @@ def current_state(store: str) -> list[dict[str, Any]]:
     return _rows(
         con,
         f"SELECT * EXCLUDE (rn) FROM (SELECT *, row_number() OVER (PARTITION BY cluster, "
-        f"topic, partition ORDER BY batch_id DESC, updated_at DESC) AS rn FROM ({src})) "
+        f"topic, partition ORDER BY {NEWEST_FIRST}) AS rn FROM ({src})) "
         "WHERE rn = 1 ORDER BY cluster, topic, partition",
     )
 
@@ -80,7 +88,7 @@ def history(store: str, cluster: str, topic: str, partition: int) -> list[dict[s
     return _rows(
         _connect(),
         f"SELECT * FROM ({src}) WHERE cluster = {_q(cluster)} AND topic = {_q(topic)} "
-        f"AND partition = {int(partition)} ORDER BY batch_id, updated_at",
+        f"AND partition = {int(partition)} ORDER BY batch_id, coalesce(row_seq, -1), updated_at",
     )
 
 
@@ -122,7 +130,7 @@ def compact(store: str, upto_batch: int) -> int:
     tmp.parent.mkdir(parents=True, exist_ok=True)
     con.execute(
         f"COPY (SELECT * EXCLUDE (rn) FROM (SELECT *, row_number() OVER (PARTITION BY cluster, "
-        f"topic, partition ORDER BY batch_id DESC, updated_at DESC) AS rn FROM ({src}) "
+        f"topic, partition ORDER BY {NEWEST_FIRST}) AS rn FROM ({src}) "
         f"WHERE batch_id <= {int(upto_batch)}) WHERE rn = 1) TO '{tmp}' (FORMAT parquet)"
     )
     n = int(con.execute(f"SELECT count(*) FROM read_parquet('{tmp}')").fetchone()[0])
@@ -140,21 +148,19 @@ class StoreError(RuntimeError):
     """The store cannot answer: missing, empty, or unreadable (the message names the path)."""
 
 
-#: The latest row of each partition: its highest ``(batch_id, updated_at)``. A semi-join on
-#: the per-partition maximum, not a window over every row: filters and projections of the
-#: caller reach the Parquet scan, so "partitions with an open X" reads a few columns of
-#: every row group and whole rows only where X is open. (A partition written twice in one
-#: batch with the same ``updated_at`` — an input row and a timer row — yields both rows;
-#: :meth:`StoreReader.current` keeps one.)
+#: The latest row of each partition: its highest ``(batch_id, row_seq, updated_at)``
+#: (:data:`NEWEST_FIRST`). A semi-join on the per-partition maximum, not a window over every
+#: row: filters and projections of the caller reach the Parquet scan, so "partitions with an
+#: open X" reads a few columns of every row group and whole rows only where X is open.
 _CURRENT = """
 CREATE VIEW latest AS
   SELECT cluster, topic, partition,
-         max(struct_pack(b := batch_id, u := updated_at)) AS m
+         max(struct_pack(b := batch_id, s := coalesce(row_seq, -1), u := updated_at)) AS m
   FROM rows GROUP BY cluster, topic, partition;
 CREATE VIEW cur AS
   SELECT r.* FROM rows r SEMI JOIN latest l
     ON r.cluster = l.cluster AND r.topic = l.topic AND r.partition = l.partition
-   AND r.batch_id = l.m.b AND r.updated_at = l.m.u;
+   AND r.batch_id = l.m.b AND coalesce(r.row_seq, -1) = l.m.s AND r.updated_at = l.m.u;
 """
 
 #: A row's min ISR: its own column, else (rows written before the column existed) what an
@@ -226,14 +232,10 @@ class StoreReader:
         self, where: str = "TRUE", params: Sequence[Any] = (), columns: str = "*"
     ) -> list[dict[str, Any]]:
         """The latest row of the partitions matching ``where`` (one row per partition)."""
-        rows = self.query(
+        return self.query(
             f"SELECT {columns} FROM cur WHERE {where} ORDER BY cluster, topic, partition",
             params,
         )
-        out: dict[tuple[Any, ...], dict[str, Any]] = {}
-        for r in rows:
-            out[(r.get("cluster"), r.get("topic"), r.get("partition"))] = r
-        return list(out.values())
 
     # -- the runbook's questions ------------------------------------------------------------------
 
@@ -356,7 +358,7 @@ class StoreReader:
         return self.query(
             "SELECT cluster, batch_id, updated_at, high_watermark, leader, leader_epoch, isr, "
             "replica_states FROM rows WHERE topic = ? AND partition = ? AND updated_at >= ? "
-            "ORDER BY cluster, batch_id, updated_at",
+            "ORDER BY cluster, batch_id, coalesce(row_seq, -1), updated_at",
             [topic, int(partition), int(since_ms)],
         )
 

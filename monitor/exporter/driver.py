@@ -143,6 +143,9 @@ class SnapshotHook:
 
     def __call__(self, batch: BatchLike) -> None:
         rows = [r.asDict(recursive=True) for r in batch.states.collect()]
+        # A partition written twice in a batch (its events, then its bucket's timer): the
+        # later row wins, as in the store (``streaming.store.NEWEST_FIRST``).
+        rows.sort(key=lambda r: -1 if r.get("row_seq") is None else r["row_seq"])
         views = [view_from_state_row(r) for r in rows]
         findings = [finding_from_dict(d) for d in batch.findings]
         snap = self.snapshot

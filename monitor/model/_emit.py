@@ -94,6 +94,9 @@ class Emitter:
         else:
             assert current is not None  # (not active and current is None) returned above
             del self.open[key]
+            # Never before the open: a tick may open a condition at a clock past events
+            # still in flight (a silent broker whose delayed samples then arrive).
+            at = max(at, current.opened_at)
             self.out.append(
                 Finding(
                     kind,
