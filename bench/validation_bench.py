@@ -1,13 +1,18 @@
 """Cost of the JVM side of the job per record: parse, validation, bucketing and payload.
 
-A static (batch) DataFrame of synthetic raw records, Kafka-shaped, run through successive
-prefixes of the job's operator input and written to the ``noop`` sink; each stage's time
-minus the previous one is its cost. Wall time depends on what else runs on the machine; the
-JVM's CPU time (``/proc/<pid>/stat``) much less: it is the figure to compare.
+A static (batch) DataFrame of synthetic raw records, Kafka-shaped, run through prefixes of
+the job's operator input and written to the ``noop`` sink; each stage's time minus its
+parent stage's (in brackets) is its cost. Wall time depends on what else runs on the
+machine; the JVM's CPU time (``/proc/<pid>/stat``) much less: it is the figure to compare.
+
+The typed hot path's own stages (its ``from_json``, its acceptance test) and the share of
+records it accepts are reported when ``streaming.schema`` has it; ``--fallback-share`` sends
+that share of the (still valid) records to the VARIANT path, to price the fallback.
 
 ::
 
     python -m bench.validation_bench --records 300000
+    python -m bench.validation_bench --records 300000 --fallback-share 0.1
 """
 
 from __future__ import annotations
@@ -43,6 +48,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--buckets", type=int, default=16)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--master", default="local[2]")
+    ap.add_argument(
+        "--fallback-share",
+        type=float,
+        default=0.0,
+        help="share of records given a trailing newline (valid, but not on the typed path)",
+    )
     args = ap.parse_args(argv)
 
     from pyspark.sql import functions as F
@@ -53,8 +64,15 @@ def main(argv: list[str] | None = None) -> int:
     from streaming.session import build_session
 
     partitions = max(100, args.records // 8)
+    every = round(1 / args.fallback_share) if args.fallback_share > 0 else 0
     rows = [
-        (json.dumps(e, separators=(",", ":")).encode(), "events", 0, i)
+        (
+            json.dumps(e, separators=(",", ":")).encode()
+            + (b"\n" if every and i % every == 0 else b""),
+            "events",
+            0,
+            i,
+        )
         for i, e in enumerate(generate(partitions, 2, fault_rate=0.001, seed=1))
     ][: args.records]
     spark = build_session(master=args.master)
@@ -63,26 +81,58 @@ def main(argv: list[str] | None = None) -> int:
     src = spark.createDataFrame(rows, "value binary, topic string, partition int, offset long")
     src = src.repartition(2).persist()
     n = src.count()
-    stages = {
-        "read (persisted source)": src.select("value"),
-        "from_json -> VARIANT struct": src.select(schema.parsed_struct("value").alias("s")).select(
-            F.col("s._corrupt"), F.expr("cast(s.observed_at AS string)").alias("o")
+    typed_path = hasattr(schema, "typed_ok_sql")
+    read = "read (persisted source)"
+    # name -> (DataFrame, parent stage whose cost it includes)
+    stages: dict[str, tuple[Any, str | None]] = {
+        read: (src.select("value"), None),
+        "from_json -> VARIANT struct": (
+            src.select(schema.parsed_struct("value").alias("s")).select(
+                F.col("s._corrupt"), F.expr("cast(s.observed_at AS string)").alias("o")
+            ),
+            read,
         ),
-        "validate (reason + typed columns)": schema.validate(src).select("reason", "kind"),
-        "operator input (+ bucket, payload)": build_operator_input(src, args.buckets),
     }
+    if typed_path:
+        typed = src.select(schema.typed_struct("value").alias("p"))
+        stages["from_json -> typed struct"] = (
+            typed.select(F.col("p._corrupt"), F.expr("cast(p.observed_at AS string)").alias("o")),
+            read,
+        )
+        flag = src.select("value", schema.typed_struct("value").alias("p")).select(
+            F.expr(schema.typed_ok_sql("value")).alias("ok")
+        )
+        stages["typed path test (from_json + proofs)"] = (flag, "from_json -> typed struct")
+    stages["validate (reason + typed columns)"] = (
+        schema.validate(src).select("reason", "kind"),
+        read,
+    )
+    stages["operator input (+ bucket, payload)"] = (
+        build_operator_input(src, args.buckets),
+        "validate (reason + typed columns)",
+    )
     print(f"{n} records, master {args.master}; JVM CPU is the load-independent figure")
-    prev = 0.0
-    for name, df in stages.items():
+    cpu_of: dict[str, float] = {}
+    for name, (df, parent) in stages.items():
         # The payload/validation columns must be computed: hash them into one number.
         cols = [F.xxhash64(*[F.col(c) for c in df.columns]).alias("h")]
         wall, cpu = _timed(df.select(*cols), args.repeat, pid)
-        per, added = cpu / n * 1e6, (cpu - prev) / n * 1e6
+        cpu_of[name] = cpu
+        per = cpu / n * 1e6
+        added = (cpu - cpu_of[parent]) / n * 1e6 if parent else per
         print(
             f"  {name:38s} wall {wall:6.2f} s  JVM CPU {cpu:6.2f} s = {per:5.1f} us/record "
-            f"(+{added:.1f})"
+            f"(+{added:.1f} over {parent or 'nothing'})"
         )
-        prev = cpu
+    rejected = schema.validate(src).where(F.col("reason").isNotNull()).count()
+    if typed_path:
+        on_typed = flag.where(F.col("ok")).count()
+        print(
+            f"  paths: typed {on_typed / n:.2%}, VARIANT {(n - on_typed) / n:.2%} "
+            f"(of which rejected {rejected / n:.2%})"
+        )
+    else:
+        print(f"  paths: VARIANT only (no typed path); rejected {rejected / n:.2%}")
     spark.stop()
     return 0
 

@@ -10,7 +10,10 @@ read from the pydantic models at import time (``model_fields``: annotations, ``G
   ``try_parse_json`` (Spark's VARIANT type keeps JSON's own types, so ``"5"`` stays a string
   and ``true`` a boolean, which a typed ``from_json`` would silently coerce or null out) and
   computes a ``reason`` in the wording of :class:`monitor.events.EventError` (``field:
-  message``, several joined by ``; ``) — or null when the event is valid.
+  message``, several joined by ``; ``) — or null when the event is valid;
+* its hot path: a typed ``from_json`` (:data:`TYPED_STRUCT`) that accepts a record only when
+  cheap checks (:func:`typed_ok_sql`) prove the typed reading cannot differ from pydantic's
+  verdict; every other record takes the VARIANT path above.
 
 The JVM does all of it; Python never sees an invalid record except to forward it.
 
@@ -31,6 +34,7 @@ pydantic, because pydantic is the contract:
 
 from __future__ import annotations
 
+import json
 import re
 import types
 import typing
@@ -55,8 +59,14 @@ from pyspark.sql.types import (
 
 from monitor import events as contract
 
-#: Spark settings the derived validation relies on (see the module docstring).
-REQUIRED_SPARK_CONF: dict[str, str] = {"spark.sql.variant.allowDuplicateKeys": "true"}
+#: Spark settings the derived validation relies on (see the module docstring); checked by
+#: :func:`validate`.
+REQUIRED_SPARK_CONF: dict[str, str] = {
+    "spark.sql.variant.allowDuplicateKeys": "true",
+    # true would make the typed reader read "" as null for int/boolean/array fields, with no
+    # corrupt-record flag: "high_watermark": "" would pass the typed path as an absent field.
+    "spark.sql.legacy.json.allowEmptyString.enabled": "false",
+}
 
 #: jiter's recursion limit: a value nested inside more than this many containers is rejected.
 JSON_MAX_DEPTH = 200
@@ -399,10 +409,29 @@ def _value_error_sql(r: FieldRule, x: str, t: str) -> str:
     return "CASE " + " ".join(cases) + " END"
 
 
+# The VARIANT path's per-record intermediates live in two struct columns, null for a record
+# the typed path accepted (one null per row instead of ~80 null columns carried through the
+# projections): ``_vt`` (``t_<field>``: schema_of_variant, ``v_<field>``: the typed value)
+# and ``_e`` (``e_<field>``: each field's error; null when the record is valid).
+_VT, _E = "_vt", "_e"
+
+
+def _t(name: str) -> str:
+    return f"`{_VT}`.`t_{name}`"
+
+
+def _v(name: str) -> str:
+    return f"`{_VT}`.`v_{name}`"
+
+
+def _err(name: str) -> str:
+    return f"`{_E}`.`e_{name}`"
+
+
 def _kind_reason_sql(kind: str) -> str:
     """SQL: the field errors of an event of ``kind`` joined by ``; `` (NULL when valid).
 
-    References the ``e_<field>`` columns (each field's error, computed once per record by
+    References the ``_e.e_<field>`` values (each field's error, computed once per record by
     :func:`validate`), in the kind's own field order, as pydantic reports them. ``concat_ws``
     skips nulls; only when more than MAX_REASONS fields are wrong does the array path run
     to cut the list like pydantic's reason.
@@ -410,7 +439,7 @@ def _kind_reason_sql(kind: str) -> str:
     parts = []
     for r in RULES[kind]:
         missing = f"'{r.name}: field required'" if r.required else "NULL"
-        parts.append(f"CASE WHEN `s`.`{r.name}` IS NULL THEN {missing} ELSE `e_{r.name}` END")
+        parts.append(f"CASE WHEN `s`.`{r.name}` IS NULL THEN {missing} ELSE {_err(r.name)} END")
     joined = f"nullif(concat_ws('; ', {', '.join(parts)}), '')"
     if len(parts) <= MAX_REASONS:
         return joined
@@ -561,14 +590,37 @@ def _typed_sql(r: FieldRule) -> str:
     return f"try_variant_get(`s`.`{r.name}`, '$', '{r.spark_type.simpleString()}')"
 
 
+def _bounds_sql(s: Scalar, low: str, high: str) -> list[str]:
+    """SQL: the contract's ``ge``/``le`` on an integer (``low`` = ``high``) or a list's
+    smallest and largest item. An ``le`` of 2^63-1 says nothing about a bigint: left out."""
+    conds = []
+    if s.ge is not None:
+        conds.append(f"{low} >= {s.ge}")
+    if s.le is not None and s.le < 2**63 - 1:
+        conds.append(f"{high} <= {s.le}")
+    return conds
+
+
+def _string_sql(s: Scalar, v: str) -> list[str]:
+    """SQL: the contract's length bounds and pattern on the string ``v``."""
+    conds = []
+    if s.min_length is not None:
+        conds.append(f"char_length({v}) >= {s.min_length}")
+    if s.max_length is not None:
+        conds.append(f"char_length({v}) <= {s.max_length}")
+    if s.pattern is not None:
+        conds.append(f"{v} RLIKE {_sql_str(java_pattern(s.pattern))}")
+    return conds
+
+
 def _fast_ok_sql(r: FieldRule) -> str:
-    """SQL: the present value of the field is valid (``t_``/``v_`` columns), cheaply.
+    """SQL: the present value of the field is valid (``_vt``'s ``t_``/``v_`` values), cheaply.
 
     This is the hot path: exact type name (``schema_of_variant``) plus the constraints on the
     typed value, no lambda functions and no string building. Anything it refuses is explained
     by the slow path (:func:`_value_error_sql`), which runs only for refused rows.
     """
-    t, v = f"`t_{r.name}`", f"`v_{r.name}`"
+    t, v = _t(r.name), _v(r.name)
     s = r.scalar
     alts: list[str] = []
     if r.nullable:
@@ -577,30 +629,15 @@ def _fast_ok_sql(r: FieldRule) -> str:
         conds = [f"{t} = 'ARRAY<BIGINT>'", f"element_at(sort_array({v}), 1) IS NOT NULL"]
         if r.list_max_length is not None:
             conds.append(f"size({v}) <= {r.list_max_length}")
-        if s.ge is not None:
-            conds.append(f"array_min({v}) >= {s.ge}")
-        if s.le is not None:
-            conds.append(f"array_max({v}) <= {s.le}")
+        conds += _bounds_sql(s, f"array_min({v})", f"array_max({v})")
         alts.append("(" + " AND ".join(conds) + ")")
         alts.append(f"{t} = 'ARRAY<VOID>' AND size({v}) = 0")
     elif s.kind == "int":
-        conds = [f"{t} = 'BIGINT'"]
-        if s.ge is not None:
-            conds.append(f"{v} >= {s.ge}")
-        if s.le is not None and s.le < 2**63 - 1:
-            conds.append(f"{v} <= {s.le}")
-        alts.append("(" + " AND ".join(conds) + ")")
+        alts.append("(" + " AND ".join([f"{t} = 'BIGINT'", *_bounds_sql(s, v, v)]) + ")")
     elif s.kind == "bool":
         alts.append(f"{t} = 'BOOLEAN'")
     elif s.kind == "str":
-        conds = [f"{t} = 'STRING'"]
-        if s.min_length is not None:
-            conds.append(f"char_length({v}) >= {s.min_length}")
-        if s.max_length is not None:
-            conds.append(f"char_length({v}) <= {s.max_length}")
-        if s.pattern is not None:
-            conds.append(f"{v} RLIKE {_sql_str(java_pattern(s.pattern))}")
-        alts.append("(" + " AND ".join(conds) + ")")
+        alts.append("(" + " AND ".join([f"{t} = 'STRING'", *_string_sql(s, v)]) + ")")
     else:  # literal: the common spelling only; the slow path knows pydantic's other ones
         ints = [x for x in s.literals if isinstance(x, int) and not isinstance(x, bool)]
         strs = [x for x in s.literals if isinstance(x, str)]
@@ -632,20 +669,181 @@ def _fast_precheck_sql(raw: str) -> str:
         # fewer than JSON_MAX_DEPTH+1 opening brackets fit: never too deep
         f"AND length({text}) <= {2 * JSON_MAX_DEPTH + 1} "
         f"AND instr({text}, '\\\\u') = 0 "
-        f"AND `t_kind` = 'STRING' AND `v_kind` IN ({known}))"
+        f"AND {_t('kind')} = 'STRING' AND {_v('kind')} IN ({known}))"
     )
 
 
 def fast_ok_sql(raw: str = "value") -> str:
-    per_kind = " ".join(f"WHEN `v_kind` = {_sql_str(k)} THEN {_fast_kind_ok_sql(k)}" for k in KINDS)
+    per_kind = " ".join(
+        f"WHEN {_v('kind')} = {_sql_str(k)} THEN {_fast_kind_ok_sql(k)}" for k in KINDS
+    )
     return f"({_fast_precheck_sql(raw)} AND CASE {per_kind} ELSE false END)"
+
+
+# --- the typed hot path ---------------------------------------------------------------------
+#
+# A typed ``from_json`` (every known field as its Spark type) is cheaper than VARIANT plus a
+# ``schema_of_variant`` per field, but Spark's typed reader is not pydantic: it turns any token
+# into a string field (``5`` -> "5", ``true`` -> "true", ``{..}`` -> its JSON text, ``1e999``
+# -> '"Infinity"'), reads JSON null and an absent key alike, keeps null items of arrays,
+# replaces invalid UTF-8 with U+FFFD, skips lone surrogates, trailing values and 1000-deep
+# nesting. It is strict where it matters otherwise: an integer field takes only an integer
+# token in range, a boolean field only true/false; anything else sets the corrupt-record
+# column (with either value of ``spark.sql.json.enablePartialResults``). So a record is
+# accepted on the typed path only when cheap checks prove the typed reading cannot differ from
+# pydantic's verdict; every other record takes the VARIANT path, unchanged.
+
+#: First characters of every text the typed reader makes of a non-string token for a string
+#: field: a number (``-``, digits), an object, an array, a non-finite double (quoted). (An
+#: object also needs a second ``}``, which :func:`typed_ok_sql` refuses anyway.)
+_COERCED_FIRST = tuple('-0123456789"{[')
+#: ... and the whole text it makes of a boolean.
+_COERCED_WHOLE = ("true", "false")
+
+
+def _maybe_coerced(value: str) -> bool:
+    """Whether a string value could be what the typed reader made of a non-string token."""
+    return value in _COERCED_WHOLE or value[:1] in _COERCED_FIRST
+
+
+def _genuine_string_sql(v: str) -> str:
+    """SQL: string ``v`` cannot come from a non-string token (some genuine strings fail too)."""
+    first = ", ".join(_sql_str(c) for c in _COERCED_FIRST)
+    whole = ", ".join(_sql_str(c) for c in _COERCED_WHOLE)
+    return f"(NOT left({v}, 1) IN ({first}) AND NOT {v} IN ({whole}))"
+
+
+_TYPED_CORRUPT = "_corrupt"
+if _TYPED_CORRUPT in ALL_FIELDS:  # pragma: no cover - a contract change
+    raise TypeError(f"schema derivation: a field is named {_TYPED_CORRUPT}")
+if not all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", n) for n in ALL_FIELDS):
+    # The typed path proves a key absent by looking for ``"name"`` in the raw text: only
+    # sound when the name has no other JSON spelling but ``\u`` escapes (excluded there).
+    raise TypeError("schema derivation: field names must be plain identifiers")
+
+#: The typed shape of the hot path: every known field as its Spark type, plus the corrupt flag.
+TYPED_STRUCT = StructType(
+    [StructField("kind", StringType(), True)]
+    + [StructField(n, _rule_for(n).spark_type, True) for n in ALL_FIELDS if n != "kind"]
+    + [StructField(_TYPED_CORRUPT, StringType(), True)]
+)
+
+
+def typed_struct(raw: str = "value") -> Column:
+    """``from_json`` of the raw record into :data:`TYPED_STRUCT` (no non-finite rewrite: a
+    ``NaN`` token makes the record corrupt, and so sends it to the VARIANT path)."""
+    ddl = TYPED_STRUCT.simpleString()
+    return F.expr(f"from_json(cast({raw} AS STRING), '{ddl}', {_FROM_JSON_OPTIONS})")
+
+
+def _typed_value_ok_sql(r: FieldRule, v: str) -> str:
+    """SQL: the non-null typed value ``v`` of the field is what pydantic accepts."""
+    s = r.scalar
+    if r.is_list:
+        if s.kind != "int":
+            raise TypeError("schema derivation: only lists of integers are supported")
+        conds = []
+        if r.list_max_length is not None:
+            conds.append(f"size({v}) <= {r.list_max_length}")
+        # null items are kept by the typed reader (pydantic refuses them): sort_array puts
+        # them first; try_element_at because the list may be empty.
+        items = [f"try_element_at(sort_array({v}), 1) IS NOT NULL"]
+        items += _bounds_sql(s, f"array_min({v})", f"array_max({v})")
+        conds.append(f"(size({v}) = 0 OR ({' AND '.join(items)}))")
+        return "(" + " AND ".join(conds) + ")"
+    if s.kind == "int":
+        return "(" + " AND ".join(["true", *_bounds_sql(s, v, v)]) + ")"
+    if s.kind == "bool":
+        return "true"  # only true/false tokens reach a boolean field uncorrupted
+    if s.kind == "str":
+        return "(" + " AND ".join([_genuine_string_sql(v), *_string_sql(s, v)]) + ")"
+    # literal: the common spelling only (an int literal's field is read as a bigint: only an
+    # integer token gets there; pydantic's other spellings take the VARIANT path).
+    ints = [x for x in s.literals if isinstance(x, int) and not isinstance(x, bool)]
+    strs = [x for x in s.literals if isinstance(x, str)]
+    if ints and strs:
+        raise TypeError("schema derivation: literals mixing strings and integers unsupported")
+    if strs:
+        ok = f"{v} IN ({', '.join(map(_sql_str, strs))})"
+        if any(_maybe_coerced(x) for x in strs):
+            ok = f"({ok} AND {_genuine_string_sql(v)})"
+        return ok
+    return f"{v} IN ({', '.join(map(str, ints))})"
+
+
+def _typed_field_ok_sql(r: FieldRule, text: str) -> str:
+    """SQL: the field of the typed struct ``p`` is valid as pydantic sees it, or unproven."""
+    v = f"`p`.`{r.name}`"
+    if r.required:
+        absent_ok = "false"  # absent or null: an error either way, the VARIANT path words it
+    elif r.nullable:
+        absent_ok = "true"  # absent or null: both valid
+    else:  # absent is valid, null is not: the key must be absent from the text, in any
+        # spelling (no \u escape anywhere: "offline\u005freplicas" is the same key)
+        absent_ok = (
+            f"(NOT contains({text}, {_sql_str(json.dumps(r.name))}) "
+            f"AND NOT contains({text}, '\\\\u'))"
+        )
+    return f"CASE WHEN {v} IS NULL THEN {absent_ok} ELSE {_typed_value_ok_sql(r, v)} END"
+
+
+def _kind_literal_ok() -> None:
+    if any(_maybe_coerced(k) for k in KINDS):  # pragma: no cover - a contract change
+        raise TypeError("schema derivation: a kind could be a coerced non-string token")
+
+
+_kind_literal_ok()
+
+
+def typed_ok_sql(raw: str = "value") -> str:
+    """SQL: the typed reading ``p`` of the record is certainly what pydantic accepts.
+
+    Record-level proofs first (the cheap ones of :func:`_fast_precheck_sql`): UTF-8 (the
+    typed reader would replace bad bytes), one object with nothing after it (exactly one
+    ``}``, the last character: no trailing value, no nested object hiding a key), no
+    surrogate ``\\u`` escape (no lone surrogate), too few brackets to be nested
+    beyond jiter's limit, no corrupt field; then, per kind, every field. Byte-level tests
+    (``contains``, ``octet_length``, ``endswith``) where they suffice: ``instr`` and ``length``
+    walk the characters, and cost up to 2 us/record more.
+    """
+    text = f"cast({raw} AS STRING)"
+    brackets = f"(length({text}) - length(translate({text}, '[{{', '')))"
+    per_kind = " ".join(
+        f"WHEN {_sql_str(k)} THEN " + " AND ".join(_typed_field_ok_sql(r, text) for r in RULES[k])
+        for k in KINDS
+    )
+    return (
+        f"coalesce(`p` IS NOT NULL AND `p`.`{_TYPED_CORRUPT}` IS NULL AND is_valid_utf8({text}) "
+        # startswith: belt and braces (a top-level non-object is a corrupt record anyway)
+        f"AND startswith({text}, '{{') AND endswith({text}, '}}') "
+        f"AND octet_length(replace({text}, '}}', '')) = octet_length({text}) - 1 "
+        # a surrogate escape (a lone one is skipped by Jackson in an unknown field, refused by
+        # jiter); other \u escapes (json.dumps writes every non-ASCII character so) are fine
+        f"AND (NOT contains({text}, '\\\\u') OR NOT {text} RLIKE {_sql_str(_SURROGATE_ESCAPE)}) "
+        f"AND (octet_length({text}) <= {2 * JSON_MAX_DEPTH + 1} OR {brackets} <= {JSON_MAX_DEPTH}) "
+        f"AND CASE `p`.`kind` {per_kind} ELSE false END, false)"
+    )
+
+
+def check_spark_conf(spark: Any) -> None:
+    """Refuse to validate on a session without :data:`REQUIRED_SPARK_CONF`."""
+    wrong = {
+        k: spark.conf.get(k, None)
+        for k, v in REQUIRED_SPARK_CONF.items()
+        if str(spark.conf.get(k, None)).lower() != v
+    }
+    if wrong:
+        raise RuntimeError(
+            f"streaming.schema needs {REQUIRED_SPARK_CONF} (see streaming.session); got {wrong}"
+        )
 
 
 def typed_columns() -> list[Column]:
     """The :data:`EVENT_STRUCT` columns of a validated record (defaults filled in)."""
-    cols = [F.col("v_kind").alias("kind")]
+    typed = F.col("_typed")
+    cols = [F.when(typed, F.col("p.kind")).otherwise(F.expr(_v("kind"))).alias("kind")]
     for name, r in UNION_FIELDS.items():
-        col = F.col(f"v_{name}")
+        col = F.when(typed, F.col(f"p.{name}")).otherwise(F.expr(_v(name)))
         if r.default is not None:
             if r.is_list and r.default == []:
                 col = F.coalesce(col, F.expr(f"cast(array() AS {r.spark_type.simpleString()})"))
@@ -666,34 +864,43 @@ def validate(df: Any, raw: str = "value") -> Any:
     Rows keep every input column. Valid rows have every :data:`EVENT_STRUCT` column filled;
     invalid rows have ``reason`` set and undefined event columns.
 
-    Two paths: a cheap conjunction accepts the (overwhelmingly common) valid record; only a
-    record it refuses gets the full, pydantic-worded diagnosis — which may still find it valid
+    Three tiers: the typed path (:func:`typed_ok_sql`) accepts the (overwhelmingly common)
+    valid record from a typed ``from_json``; the VARIANT parse runs only for the records it
+    does not accept, where a cheap conjunction accepts the valid ones; only a record both
+    refuse gets the full, pydantic-worded diagnosis — which may still find it valid
     (pydantic's rarer spellings, such as ``"schema_version": 1.0``).
     """
+    check_spark_conf(df.sparkSession)
     fields = [n for n in ALL_FIELDS if n != "kind"]
-    parsed = df.select("*", parsed_struct(raw).alias("s"))
-    typed = parsed.select(
-        "*",
+    typed_p = df.select("*", typed_struct(raw).alias("p"))
+    flagged = typed_p.select("*", F.expr(typed_ok_sql(raw)).alias("_typed"))
+    # The VARIANT path: only for records the typed path did not accept.
+    fallback = ~F.col("_typed")
+    parsed = flagged.select("*", F.when(fallback, parsed_struct(raw)).alias("s"))
+    vt = F.struct(
         F.expr("schema_of_variant(`s`.`kind`)").alias("t_kind"),
         F.expr("try_variant_get(`s`.`kind`, '$', 'string')").alias("v_kind"),
         *[F.expr(f"schema_of_variant(`s`.`{n}`)").alias(f"t_{n}") for n in fields],
         *[F.expr(_typed_sql(UNION_FIELDS[n])).alias(f"v_{n}") for n in UNION_FIELDS],
         F.expr("try_variant_get(`s`.`schema_version`, '$', 'bigint')").alias("v_schema_version"),
     )
-    fast = typed.select("*", F.expr(fast_ok_sql(raw)).alias("_ok"))
-    # Each field's error once per record (cheap for accepted records: one boolean test).
-    errs = fast.select(
-        "*",
-        *[
-            F.expr(
-                f"CASE WHEN _ok THEN NULL ELSE "
-                f"{_value_error_sql(_rule_for(n), f'`s`.`{n}`', f'`t_{n}`')} END"
-            ).alias(f"e_{n}")
-            for n in fields
-        ],
+    typed = parsed.select("*", F.when(fallback, vt).alias(_VT))
+    # ok: the typed path's verdict, else the VARIANT fast conjunction. A CASE, not an OR: the
+    # code generator's common-subexpression elimination hoists repeated subexpressions out of
+    # an OR's right side (evaluated for every record), not out of a CASE branch.
+    ok = f"CASE WHEN _typed THEN true ELSE {fast_ok_sql(raw)} END"
+    # Each field's error once per record, only for records neither path accepted.
+    errors = (
+        "named_struct("
+        + ", ".join(
+            f"'e_{n}', {_value_error_sql(_rule_for(n), f'`s`.`{n}`', _t(n))}" for n in fields
+        )
+        + ")"
     )
+    errs = typed.select("*", F.expr(f"CASE WHEN {ok} THEN NULL ELSE {errors} END").alias(_E))
     reason = F.expr(
-        f"CASE WHEN _ok THEN NULL ELSE coalesce({precheck_sql(raw)}, {field_errors_sql()}) END"
+        f"CASE WHEN `{_E}` IS NULL THEN NULL "
+        f"ELSE coalesce({precheck_sql(raw)}, {field_errors_sql()}) END"
     )
     return errs.select(*[F.col(c) for c in df.columns], reason.alias("reason"), *typed_columns())
 

@@ -1,0 +1,294 @@
+"""The typed hot path of ``streaming.schema.validate`` never accepts what pydantic refuses.
+
+A record is accepted on the typed path (a typed ``from_json``) only when cheap checks prove
+that Spark's typed reading cannot differ from pydantic's verdict; every other record takes
+the VARIANT path. Spark's typed reader is lenient where pydantic is strict (a number read
+into a string field, a null read like an absent key, invalid UTF-8 replaced, trailing values
+and lone surrogates ignored ...): each group of records below is a trap that the typed path
+would fall into without one guard of ``streaming.schema.typed_ok_sql``. Every trap record is
+invalid to pydantic; the tests check that the typed path refuses each one (so removing its
+guard fails the test) and that the full validation still agrees with pydantic. Valid
+records the typed path must keep (so that the guards are not simply refusing everything)
+are checked too, and the VARIANT path must give them the same columns.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from monitor.events import parse_event
+from streaming import schema as S
+from tests.streaming.test_schema import (
+    BROKER,
+    CONFIG,
+    PARTITION,
+    REPLICA,
+    _compare,
+    _scenario_records,
+    _with,
+)
+
+pytestmark = pytest.mark.spark
+
+
+def _dump(ev: dict[str, Any], **kw: Any) -> bytes:
+    return json.dumps(ev, separators=(",", ":"), **kw).encode()
+
+
+def _replace(ev: dict[str, Any], key: str, raw_value: str) -> bytes:
+    """``ev`` with ``key``'s value replaced by raw JSON text (kept in place)."""
+    marker = "__raw__"
+    text = json.dumps({**ev, key: marker}, separators=(",", ":"))
+    return text.replace(json.dumps(marker), raw_value).encode()
+
+
+#: guard of ``typed_ok_sql`` -> records that only this guard keeps off the typed path.
+TRAPS: dict[str, list[bytes]] = {
+    # The typed reader reads any token into a string field: 5 -> "5", true -> "true",
+    # [1] -> "[1]", 1.5e400 -> '"Infinity"'; all of them fit the topic pattern or the
+    # cluster's length bounds.
+    "string field holds a JSON string": [
+        _replace(BROKER, "cluster", "5"),
+        _replace(BROKER, "cluster", "-5"),
+        _replace(BROKER, "cluster", "true"),
+        _replace(BROKER, "cluster", "false"),
+        _replace(BROKER, "cluster", "[1]"),
+        _replace(BROKER, "cluster", "1.5e400"),
+        _replace(PARTITION, "topic", "5"),
+        _replace(PARTITION, "topic", "-1"),
+        _replace(PARTITION, "topic", "1e3"),
+        _replace(PARTITION, "topic", "true"),
+        _replace(REPLICA, "topic", "12.5"),
+        _replace(CONFIG, "topic", "99999999999999999999999"),
+        # duplicate keys: the last one counts, for both readers
+        _with(BROKER, ',"cluster":7'),
+        _with(PARTITION, ',"topic":["a"]'),
+    ],
+    # A field that failed to convert is null (or keeps an earlier duplicate's value) and
+    # only the corrupt-record column says so.
+    "no corrupt field": [
+        _with(REPLICA, ',"high_watermark":"5"'),
+        _with(REPLICA, ',"high_watermark":5.0'),
+        _with(REPLICA, ',"fetch_lag":true'),
+        _with(REPLICA, ',"log_start_offset":9223372036854775808'),
+        _with(PARTITION, ',"leader":2147483648'),
+        _with(PARTITION, ',"eligible_leader_replicas":[1.0]'),
+        _with(PARTITION, ',"eligible_leader_replicas":"1"'),
+        _with(BROKER, ',"active_controller":1'),
+        _with(BROKER, ',"under_replicated_partitions":""'),
+        _with(BROKER, ',"broker":"5"'),  # duplicate: the earlier valid 1 stays in the struct
+        _with(BROKER, ',"alive":"true"'),
+        _with(CONFIG, ',"replication_factor":3.0'),
+    ],
+    # JSON null and an absent key both read as null: only an absent key is valid for a
+    # defaulted, non-nullable field (offline_replicas: default [], null refused).
+    "null only where absent is valid": [
+        _with(PARTITION, ',"offline_replicas":null'),
+        _with(PARTITION, ',"offline\\u005freplicas":null'),  # the same key, escaped
+        _with(PARTITION, ',"offline_\\u0072eplicas":null'),
+    ],
+    "required field present": [
+        _with(BROKER, ',"broker":null'),
+        _with(BROKER, ',"alive":null'),
+        _with(REPLICA, ',"log_end_offset":null'),
+        _with(PARTITION, ',"replicas":null'),
+        _with(BROKER, ',"schema_version":null'),
+        _dump({k: v for k, v in BROKER.items() if k != "alive"}),
+        _dump({k: v for k, v in PARTITION.items() if k != "isr"}),
+        _dump({k: v for k, v in CONFIG.items() if k != "schema_version"}),
+    ],
+    # The typed reader keeps null items of an array of integers.
+    "no null list item": [
+        _with(PARTITION, ',"replicas":[1,null]'),
+        _with(PARTITION, ',"isr":[null]'),
+        _with(PARTITION, ',"offline_replicas":[null,2]'),
+        _with(PARTITION, ',"eligible_leader_replicas":[null]'),
+    ],
+    "contract constraints": [
+        _with(BROKER, ',"broker":-1'),
+        _with(PARTITION, ',"partition":-1'),
+        _with(PARTITION, ',"replicas":[1,-1]'),
+        _with(PARTITION, ',"replicas":' + json.dumps(list(range(1025)))),
+        _with(CONFIG, ',"replication_factor":0'),
+        _with(CONFIG, ',"min_insync_replicas":1025'),
+        _with(REPLICA, ',"log_end_offset":-1'),
+        _with(BROKER, ',"cluster":""'),
+        _with(BROKER, ',"cluster":"' + "c" * 257 + '"'),
+        _with(PARTITION, ',"topic":"a b"'),
+        _with(PARTITION, ',"topic":"t\\n"'),
+        _with(PARTITION, ',"topic":""'),
+        _with(BROKER, ',"schema_version":2'),
+        _with(BROKER, ',"kind":"nope"'),
+    ],
+    # Invalid bytes become U+FFFD for the typed reader.
+    "valid UTF-8": [
+        _dump(BROKER)[:-1] + b',"cluster":"a\xff"}',
+        _dump(BROKER)[:-1] + b',"x":"\xc3"}',
+        _dump(BROKER)[:-1] + b',"x":"\xed\xa0\x80"}',  # a surrogate, UTF-8 encoded (CESU)
+    ],
+    # The typed reader stops after the first value; pydantic refuses what follows.
+    "ends with the object's only closing brace": [
+        _dump(BROKER) + b" x",
+        _dump(BROKER) + b" 5",
+        _dump(BROKER) + b'"x"',
+        _dump(BROKER) + b" {}",
+        _dump(BROKER) + b'{"kind":"x"}',
+    ],
+    # Jackson allows 1000 levels, jiter 200.
+    "not nested beyond jiter's limit": [
+        _with(BROKER, ',"x":' + "[" * 201 + "]" * 201),
+        _with(BROKER, ',"x":' + "[" * 600 + "]" * 600),
+    ],
+    # Jackson skips a lone surrogate escape in an unknown field; jiter refuses it.
+    "no surrogate escape": [
+        _with(BROKER, ',"x":"\\ud800"'),
+        _with(BROKER, ',"x":"a\\uDBFFb"'),
+        _with(BROKER, ',"\\udc00":1'),
+    ],
+}
+
+#: Valid records the typed path must accept (each guard must let these through).
+TYPED_OK: list[bytes] = [
+    _dump(BROKER),
+    _dump(PARTITION),
+    _dump(REPLICA),
+    _dump(CONFIG),
+    json.dumps(PARTITION, indent=1).encode()[:-2] + b"}",  # whitespace and newlines inside
+    _dump({**BROKER, "cluster": "zürich"}),  # json.dumps writes \u00fc
+    _dump({**BROKER, "cluster": "zürich"}, ensure_ascii=False),
+    _dump({**BROKER, "cluster": 'a"b\\c/d\te'}),
+    _dump({**PARTITION, "leader": None, "high_watermark": None, "offline_replicas": []}),
+    _dump({**PARTITION, "eligible_leader_replicas": None}),
+    _dump({**PARTITION, "eligible_leader_replicas": [], "replicas": [], "isr": []}),
+    _dump({**PARTITION, "topic": "__consumer_offsets"}),
+    _dump({**REPLICA, "fetch_lag": None, "log_start_offset": 0, "high_watermark": 2**63 - 1}),
+    _dump({**BROKER, "active_controller": None, "unclean_elections_total": 5}),
+    _dump({**BROKER, "broker": 2, "x": 1.5e300, "y": [1, "a", None], "z": True}),
+    _with(BROKER, ',"x":1.5e400,"y":99999999999999999999999,"z":"NaN"'),
+    _with(BROKER, ',"broker":7'),  # duplicate key, both valid: the last one
+    _with(BROKER, ',"cluster":"q"'),
+    _with(BROKER, ',"Cluster":5,"CLUSTER":null'),  # other keys (names are case-sensitive)
+    _with(BROKER, ',"broker":-0'),
+    _with(BROKER, ',"x":' + "[" * 150 + "]" * 150),
+    _dump({**PARTITION, "replicas": list(range(200)), "isr": list(range(200))}),  # > 401 bytes
+]
+
+#: Valid records the typed path refuses (unproven spellings): the VARIANT path accepts them.
+VARIANT_ONLY: list[bytes] = [
+    _dump(BROKER) + b"\n",
+    b" " + _dump(BROKER),
+    _replace(BROKER, "schema_version", "1.0"),
+    _replace(BROKER, "schema_version", "true"),
+    _dump({**BROKER, "cluster": "5"}),  # a genuine string that looks like a coerced number
+    _dump({**BROKER, "cluster": "true"}),
+    _dump({**PARTITION, "topic": "0-orders"}),
+    _dump({**BROKER, "cluster": "\U0001f600"}),  # a surrogate pair escape
+    _with(BROKER, ',"x":"NaN","y":NaN'),
+    _with(BROKER, ',"x":{"y":1}'),
+    _with(PARTITION, ',"x":"offline_replicas"'),
+    _with(PARTITION, ',"x":"\\u00e9"'),  # no offline_replicas, and a \u escape
+]
+
+
+@pytest.fixture(params=["true", "false"], ids=["partial-results", "no-partial-results"])
+def partial_results(spark: Any, request: pytest.FixtureRequest) -> Iterator[str]:
+    """Both values of ``spark.sql.json.enablePartialResults`` (what a failed field reads as)."""
+    key = "spark.sql.json.enablePartialResults"
+    before = spark.conf.get(key)
+    spark.conf.set(key, request.param)
+    try:
+        yield request.param
+    finally:
+        spark.conf.set(key, before)
+
+
+def _typed_flags(spark: Any, records: list[bytes]) -> list[bool]:
+    """Whether the typed path accepts each record."""
+    from pyspark.sql import functions as F
+
+    df = spark.createDataFrame([(i, r) for i, r in enumerate(records)], "i long, value binary")
+    flags = (
+        df.select("i", "value", S.typed_struct("value").alias("p"))
+        .select("i", F.expr(S.typed_ok_sql("value")).alias("ok"))
+        .collect()
+    )
+    by_i = {row.i: row.ok for row in flags}
+    return [by_i[i] for i in range(len(records))]
+
+
+@pytest.mark.parametrize("guard", sorted(TRAPS))
+def test_typed_path_refuses_trap(spark: Any, partial_results: str, guard: str) -> None:
+    records = TRAPS[guard]
+    for r in records:
+        assert S.python_reason(r) is not None, f"not a trap, pydantic accepts {r[:100]!r}"
+    accepted = [r for r, ok in zip(records, _typed_flags(spark, records), strict=True) if ok]
+    assert not accepted, f"{guard}: the typed path accepts {accepted[:3]!r}"
+    _compare(spark, records)
+
+
+def test_typed_path_accepts_the_common_records(spark: Any, partial_results: str) -> None:
+    for r in TYPED_OK:
+        assert S.python_reason(r) is None, r
+    refused = [r for r, ok in zip(TYPED_OK, _typed_flags(spark, TYPED_OK), strict=True) if not ok]
+    assert not refused, f"the typed path refuses valid records {refused[:3]!r}"
+    _compare(spark, TYPED_OK)
+
+
+def test_variant_only_records_still_accepted(spark: Any) -> None:
+    for r in VARIANT_ONLY:
+        assert S.python_reason(r) is None, r
+    assert not any(_typed_flags(spark, VARIANT_ONLY))
+    _compare(spark, VARIANT_ONLY)
+
+
+def test_scenario_and_synthetic_records_take_the_typed_path(spark: Any) -> None:
+    """What the collector and the generator write is accepted on the typed path, all of it."""
+    from monitor.synth import generate
+
+    synth = [_dump(e) for e in generate(300, 2, fault_rate=0.01, seed=3)]
+    records = _scenario_records() + synth
+    flags = _typed_flags(spark, records)
+    refused = [r for r, ok in zip(records, flags, strict=True) if not ok]
+    assert not refused, f"{len(refused)} of {len(records)} refused, e.g. {refused[:2]!r}"
+
+
+def test_both_paths_give_the_same_columns(spark: Any) -> None:
+    """A valid record gives the same event columns on the typed and the VARIANT path."""
+    typed = [r for r in TYPED_OK if not r.endswith(b"\n")]
+    variant = [r + b"\n" for r in typed]  # trailing whitespace: valid, VARIANT path only
+    assert all(_typed_flags(spark, typed)) and not any(_typed_flags(spark, variant))
+    records = typed + variant
+    df = spark.createDataFrame([(i, r) for i, r in enumerate(records)], "i long, value binary")
+    rows = {row.i: row.asDict() for row in S.validate(df).collect()}
+    for i, raw in enumerate(typed):
+        a, b = rows[i], rows[i + len(typed)]
+        for row in (a, b):
+            row.pop("i"), row.pop("value")
+        assert a == b, raw
+        assert a["reason"] is None
+        ev = parse_event(raw)
+        for name, value in ev.model_dump().items():
+            if name != "schema_version":
+                assert a[name] == value, (raw, name)
+
+
+def test_validate_refuses_a_session_without_the_required_settings(spark: Any) -> None:
+    """The legacy empty-string setting would make "" read as null for int/bool/array fields
+    with no corrupt flag: ``"high_watermark": ""`` would pass the typed path as absent."""
+    key = "spark.sql.legacy.json.allowEmptyString.enabled"
+    trap = _with(REPLICA, ',"high_watermark":""')
+    assert S.python_reason(trap) is not None
+    df = spark.createDataFrame([(0, trap)], "i long, value binary")
+    before = spark.conf.get(key, "false")
+    try:
+        spark.conf.set(key, "true")
+        assert _typed_flags(spark, [trap]) == [True]  # the trap is real
+        with pytest.raises(RuntimeError, match="allowEmptyString"):
+            S.validate(df)
+    finally:
+        spark.conf.set(key, before)
+    assert _typed_flags(spark, [trap]) == [False]
