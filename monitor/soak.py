@@ -290,6 +290,8 @@ class Soak:
         self.health: list[dict[str, Any]] = []
         self.rss: list[dict[str, Any]] = []
         self.unexpected_exits: list[dict[str, Any]] = []
+        #: /metrics still showing conditions the findings topic had resolved.
+        self.stale_metrics: list[dict[str, Any]] = []
         self.outage: dict[str, Any] = {}
         self._expect_down: set[str] = set()  # components down on purpose (the outage)
         self._lock = threading.Lock()
@@ -553,6 +555,7 @@ class Soak:
             1.0,
         )
         self._settle(60)  # what the backlog opened and closed
+        self._metrics_agree(stream)
 
         def none_firing() -> bool:
             try:
@@ -567,6 +570,35 @@ class Soak:
             1.0,
         )
         return time.monotonic() - started
+
+    def _metrics_agree(self, stream: StreamProcess, within_s: float = 30.0) -> None:
+        """/metrics must drop a condition soon after the findings topic resolved it (the
+        next batch): found by the first 30-minute run, where it kept ``hw_lag`` open for 5
+        minutes and the alert fired in a quiet window."""
+
+        def shown() -> list[str]:
+            page = scrape(stream.metrics_url) or {}
+            return sorted(
+                k
+                for k, v in page.items()
+                if k.startswith("kafka_replication_finding_open_since_timestamp_seconds{")
+                and 'cluster="lab"' in k
+                and "durability_risk" not in k
+            )
+
+        started = time.monotonic()
+        try:
+            wait_until(lambda: not shown(), within_s, "/metrics dropping resolved conditions", 1.0)
+        except TimeoutError:
+            left = shown()
+            self.say(f"   !! /metrics still shows resolved conditions: {left}")
+            self.stale_metrics.append(
+                {"at": round(time.time() - self.t0, 1), "series": left, "waited_s": within_s}
+            )
+        else:
+            lag = time.monotonic() - started
+            if lag > 5:
+                self.say(f"   /metrics caught up with the findings {lag:.1f}s after them")
 
     # -- cycles ----------------------------------------------------------------------------
 
@@ -997,6 +1029,8 @@ class Soak:
             problems.append(f"alerts firing in quiet windows: {names}")
         if self.unexpected_exits:
             problems.append(f"components exited on their own: {self.unexpected_exits}")
+        if self.stale_metrics:
+            problems.append(f"/metrics kept resolved conditions open: {self.stale_metrics}")
         if self.outage_seconds > 0 and "error" in self.outage:
             problems.append(f"monitor outage: {self.outage['error']}")
         rss = _rss_summary(self.rss, self.warmup_seconds, self.rss_tolerance)
@@ -1049,6 +1083,7 @@ class Soak:
             "outage": self.outage,
             "pages": sorted(hook.alertnames()),
             "unexpected_exits": self.unexpected_exits,
+            "stale_metrics": self.stale_metrics,
             "rss": rss,
             "rss_series": self.rss,
             "health_series": self.health,

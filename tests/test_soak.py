@@ -9,7 +9,10 @@ RSS was sampled for the job's process group and the collector."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -37,14 +40,32 @@ SOAK_ARGS = [
 @pytest.mark.timeout(1500)
 def test_short_soak(tmp_path: Path) -> None:
     started = time.monotonic()
-    proc = subprocess.run(
+    proc = subprocess.Popen(
         [sys.executable, "-m", "monitor", "soak", "--dir", str(tmp_path), *SOAK_ARGS],
         cwd=ROOT,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=1400,
-        check=False,
+        start_new_session=True,
     )
+    try:
+        out, err = proc.communicate(timeout=1400)
+    except subprocess.TimeoutExpired:
+        # Ctrl-C lets the soak stop what it started; then anything left, by pid. Print what
+        # it said: the one CI timeout so far left no trace of what it waited for.
+        os.killpg(proc.pid, signal.SIGINT)
+        try:
+            out, err = proc.communicate(timeout=90)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            out, err = proc.communicate()
+        left = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True, text=True)
+        for pid in left.stdout.split():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid), signal.SIGKILL)
+        print(out[-12000:], err[-3000:])
+        pytest.fail("the short soak did not finish within 1400 s (its output is above)")
+    proc = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
     print(proc.stdout[-6000:], proc.stderr[-3000:])
     print(f"soak wall time: {time.monotonic() - started:.0f}s")
     report: dict[str, Any] = json.loads((tmp_path / "soak.json").read_text())
