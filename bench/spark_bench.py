@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--bootstrap", help="Kafka bootstrap servers (mode kafka)")
     ap.add_argument("--lab", action="store_true", help="start a lab Kafka for mode kafka")
-    ap.add_argument("--lab-port", type=int, default=33092)
+    ap.add_argument("--lab-port", type=int, default=23092)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--keep", action="store_true", help="keep the work folder")
     args = ap.parse_args(argv)

@@ -23,11 +23,17 @@ import pytest
 from monitor.lab.admin import unfenced_brokers
 from monitor.lab.cluster import Lab, NodeStatus
 from monitor.lab.config import LabConfig
-from monitor.lab.ports import reserve_base_port
+from monitor.lab.ports import ephemeral_range, reserve_base_port
 from tests.lab.helpers import our_jvms
 
 PINNED = "MONITOR_LAB_TEST_BASE_PORT" in os.environ
 TEST_BASE_PORT = int(os.environ.get("MONITOR_LAB_TEST_BASE_PORT", "29092"))
+
+
+def pytest_report_header() -> str:
+    # The lab's ports must stay clear of this range (docs/lab.md "Ports"); printed so a CI
+    # log says which range its machine had.
+    return f"kernel ephemeral port range: {ephemeral_range()}"
 
 
 @pytest.fixture(scope="session")

@@ -46,7 +46,7 @@ from monitor.lab.config import (
     render_properties,
 )
 from monitor.lab.errors import LabError
-from monitor.lab.ports import port_free
+from monitor.lab.ports import ephemeral_ports, ephemeral_range, wait_ports_free
 
 Progress = Callable[[str], None]
 
@@ -400,12 +400,9 @@ class Lab:
 
     def _launch(self, node: int, classpath: str, agent: Path) -> int:
         cfg = self.config
-        for port in cfg.ports(node):
-            if not port_free(cfg.host, port):
-                raise LabError(
-                    f"port {cfg.host}:{port} (node {node}) is already in use; "
-                    "choose another --base-port or stop whatever holds it"
-                )
+        wait_ports_free(
+            cfg.host, cfg.ports(node), cfg.port_wait_s, say=self._say, what=f" (node {node})"
+        )
         stdout = cfg.stdout_log(node).open("ab")
         try:
             child = subprocess.Popen(
@@ -458,6 +455,15 @@ class Lab:
             self._write_configs()
             self._write_state()
             self._format(self._state.cluster_id, classpath)
+        exposed = ephemeral_ports(
+            [p for n in cfg.node_ids for p in cfg.ports(n)], ephemeral_range()
+        )
+        if exposed:
+            self._say(
+                f"warning: ports {exposed} are in the kernel's ephemeral range "
+                f"{ephemeral_range()}: an outgoing connection may take a stopped broker's "
+                "port and delay its restart; a --base-port below the range avoids it"
+            )
         try:
             with self._locked():
                 for node in cfg.node_ids:

@@ -115,6 +115,12 @@ class LabConfig(BaseModel):
     down_timeout_s: float = Field(
         8.0, gt=0, description="SIGTERM grace period in `down` (all nodes at once)"
     )
+    port_wait_s: float = Field(
+        75.0,
+        gt=0,
+        description="how long a start waits for a port held by a closing connection "
+        "(TIME_WAIT lasts 60 s); a listening socket fails at once",
+    )
     extra_broker_config: dict[str, str] = Field(
         default_factory=dict, description="server.properties overrides (applied last)"
     )

@@ -7,6 +7,8 @@ Every wait is bounded; every assertion can fail. Timings on a 2-core box: cluste
 from __future__ import annotations
 
 import json
+import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -140,6 +142,31 @@ def test_killing_the_leader_elects_a_new_leader_with_a_higher_epoch(lab: Lab) ->
     lab.start(2)
     back = wait_partition(lab, topic, lambda p: 2 in p.isr, "broker 2 back in the ISR")
     assert back.leader_epoch >= after.leader_epoch
+
+
+def test_a_restart_waits_out_a_connection_holding_the_brokers_port(lab: Lab) -> None:
+    """Seen in CI: while broker 2 was down, an outgoing connection took its exporter's port
+    as its local port, and the restart failed at once with "port in use". A connection lets
+    go of its port by itself; the restart now waits for it (a listener still fails)."""
+    port = lab.config.jmx_port(2)
+    lab.stop(2)
+    holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    holder.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # RST
+    deadline = time.monotonic() + 70  # the stopped exporter's closed scrapes: TIME_WAIT
+    while True:
+        try:
+            holder.bind(("127.0.0.1", port))  # no SO_REUSEADDR, as a client's socket
+            break
+        except OSError:
+            assert time.monotonic() < deadline, f"port {port} never came free"
+            time.sleep(0.5)
+    holder.connect(("127.0.0.1", lab.config.broker_port(1)))
+    threading.Timer(3.0, holder.close).start()
+    started = time.monotonic()
+    lab.start(2)
+    assert time.monotonic() - started >= 2.9
+    assert lab.node_status(2) is NodeStatus.ALIVE
+    assert metrics.scrape(lab.config.jmx_url(2)), "the restarted exporter serves metrics"
 
 
 def test_forced_unclean_election_loses_exactly_the_unreplicated_acknowledged_records(

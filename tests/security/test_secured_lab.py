@@ -50,7 +50,7 @@ from monitor.lab.ports import reserve_base_port
 pytestmark = [pytest.mark.lab, pytest.mark.spark]
 
 REPO = Path(__file__).resolve().parents[2]
-BASE_PORT = int(os.environ.get("MONITOR_TEST_SECURITY_LAB_PORT", "43092"))
+BASE_PORT = int(os.environ.get("MONITOR_TEST_SECURITY_LAB_PORT", "27092"))
 
 #: One broker: every replicated internal topic down to RF 1.
 ONE_BROKER = {

@@ -32,40 +32,20 @@ import uuid  # noqa: E402
 
 @pytest.fixture(scope="session")
 def kafka_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """A 3-broker KRaft lab on base port 31092 or the next free one stepping by 1000
-    (env MONITOR_TEST_STREAMING_LAB_PORT forces one)."""
+    """A 3-broker KRaft lab on base port 31092 or the next free block, reserved with a lock
+    (``monitor.lab.ports``; env MONITOR_TEST_STREAMING_LAB_PORT pins it)."""
     from monitor.lab.cluster import Lab
     from monitor.lab.config import LabConfig
+    from monitor.lab.ports import reserve_base_port
 
     env = os.environ.get("MONITOR_TEST_STREAMING_LAB_PORT")
-    port = int(env) if env else _free_base_port(31092)
-    lab = Lab(LabConfig(dir=tmp_path_factory.mktemp("streaming-lab"), base_port=port))
-    try:
-        lab.up()
-        yield lab
-    finally:
-        lab.down()
-
-
-def _free_base_port(first: int) -> int:
-    """First base port (stepping by 1000) whose 9 lab ports are free: other test sessions
-    (a CI copy of this suite, say) may hold the default one."""
-    import socket
-
-    for base in range(first, first + 20_000, 1000):
-        ports = [base + off + n for off in (0, 100, 200) for n in range(3)]
-        free = True
-        for port in ports:
-            with socket.socket() as sock:
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                try:
-                    sock.bind(("127.0.0.1", port))
-                except OSError:
-                    free = False
-                    break
-        if free:
-            return base
-    raise RuntimeError("no free port range for the streaming tests' lab")
+    with reserve_base_port(int(env) if env else 31092, tries=1 if env else 20) as port:
+        lab = Lab(LabConfig(dir=tmp_path_factory.mktemp("streaming-lab"), base_port=port))
+        try:
+            lab.up()
+            yield lab
+        finally:
+            lab.down()
 
 
 @pytest.fixture

@@ -1,0 +1,95 @@
+"""The lab's port handling without a JVM: which blocks it reserves, and what a start does
+when a port is busy (a listener fails at once, a connection's port is waited out)."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from monitor.lab import ports
+from monitor.lab.errors import LabError
+from monitor.lab.ports import ephemeral_range, listening, reserve_base_port, wait_ports_free
+
+
+@pytest.fixture
+def listener() -> Iterator[socket.socket]:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen()
+    yield sock
+    sock.close()
+
+
+def _outgoing_connection_from_a_port(target: socket.socket) -> socket.socket:
+    """What took the stopped broker's port in CI: an outgoing connection whose local port
+    is that port (bound without SO_REUSEADDR, as a client's is)."""
+    client = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # Close with RST, not FIN: the port must come free when the test says, not after the
+    # 60 s of TIME_WAIT a FIN would leave.
+    client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    client.bind(("127.0.0.1", 0))
+    client.connect(target.getsockname())
+    return client
+
+
+def test_the_kernels_ephemeral_range_is_read() -> None:
+    bounds = ephemeral_range()
+    assert bounds is not None and 1024 <= bounds[0] < bounds[1] <= 65535
+    assert ephemeral_range(Path("/nonexistent")) is None
+
+
+def test_a_port_held_by_a_listener_fails_at_once(listener: socket.socket) -> None:
+    port = listener.getsockname()[1]
+    assert listening(port)
+    started = time.monotonic()
+    with pytest.raises(LabError, match=f"127.0.0.1:{port} \\(node 2\\) is already in use by a"):
+        wait_ports_free("127.0.0.1", [port], timeout=30, what=" (node 2)")
+    assert time.monotonic() - started < 5
+
+
+def test_a_port_held_by_a_connection_is_waited_out(listener: socket.socket) -> None:
+    client = _outgoing_connection_from_a_port(listener)
+    port = client.getsockname()[1]
+    assert not ports.port_free("127.0.0.1", port) and not listening(port)
+    threading.Timer(1.5, client.close).start()
+    said: list[str] = []
+    started = time.monotonic()
+    wait_ports_free("127.0.0.1", [port], timeout=30, say=said.append)
+    assert time.monotonic() - started >= 1.4
+    assert said == [f"waiting for port {port}: held by a closing connection"]
+    assert ports.port_free("127.0.0.1", port)
+
+
+def test_a_port_that_stays_busy_times_out_naming_it(listener: socket.socket) -> None:
+    client = _outgoing_connection_from_a_port(listener)
+    port = client.getsockname()[1]
+    try:
+        with pytest.raises(LabError, match=f"127.0.0.1:{port} stayed in use for 1s"):
+            wait_ports_free("127.0.0.1", [port], timeout=1)
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize(
+    ("first", "bounds", "expected"),
+    [
+        (19092, (32768, 60999), 19092),  # the default range: the first block is clear
+        (25092, (20000, 30000), 30092),  # upward past the range
+        (25092, (26000, 60999), 25092),  # clear below the range
+        (29092, (29000, 60999), 28092),  # no clear block upward: below the first
+        (29092, (1024, 65535), 29092),  # nothing is clear: the first free block
+    ],
+)
+def test_reserved_blocks_avoid_the_ephemeral_range(
+    monkeypatch: pytest.MonkeyPatch, first: int, bounds: tuple[int, int], expected: int
+) -> None:
+    monkeypatch.setattr(ports, "ephemeral_range", lambda: bounds)
+    monkeypatch.setattr(ports, "port_free", lambda _host, _port: True)
+    with reserve_base_port(first, tries=8) as base:
+        assert base == expected
