@@ -11,6 +11,9 @@ Modes (``--mode``):
 * ``kafka`` — the whole job: events produced to a Kafka topic first (not timed), then read
   with the Kafka source, findings and dead letters written back to Kafka. Needs
   ``--bootstrap`` or ``--lab`` (starts a lab on ``--lab-port`` and stops it after).
+* ``ceiling`` — not the job: the same Kafka input through the job's typed ``from_json`` into
+  a pure Spark SQL stateful aggregation per partition (no validation, no model, no outputs):
+  the least any design on this stack pays per event. Kafka as in ``kafka``.
 
 Events come from ``monitor.synth.generate`` (RF 3, one topic per 100 partitions). The first
 batch (JIT warm-up, Python workers start, state creation) is reported separately; events/s
@@ -157,18 +160,47 @@ def _pct(values: list[float], q: float) -> float:
     return s[min(len(s) - 1, round(q * (len(s) - 1)))]
 
 
+def _ceiling_query(spark: Any, cfg: Any, work: Path) -> Any:
+    """The pure-SQL ceiling on the same input: the Kafka source, the job's typed
+    ``from_json``, and a SQL stateful aggregation per partition (RocksDB state store, as
+    the job's). No validation, no model, no outputs: what any design pays at the least."""
+    from pyspark.sql import functions as F
+
+    from streaming import schema
+    from streaming.job import JobCounters, RunningJob, kafka_source
+
+    p = kafka_source(spark, cfg).select(schema.typed_struct("value").alias("p")).select("p.*")
+    agg = p.groupBy("cluster", "topic", "partition").agg(
+        F.count("*").alias("n"),
+        F.max("log_end_offset").alias("leo"),
+        F.max("high_watermark").alias("hw"),
+        F.max("leader_epoch").alias("epoch"),
+        F.max("observed_at").alias("observed_at"),
+    )
+    query = (
+        agg.writeStream.outputMode("update")
+        .format("noop")
+        .option("checkpointLocation", str(work / "checkpoint"))
+        .trigger(processingTime="0 milliseconds")
+        .start()
+    )
+    return RunningJob(query, JobCounters(), None)  # type: ignore[arg-type]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.spark_bench", description=__doc__)
     ap.add_argument("--partitions", type=int, default=100_000)
     ap.add_argument("--rounds", type=int, default=6, help="collection rounds (4 events each)")
     ap.add_argument("--batch-events", type=int, default=300_000, help="events per micro-batch")
     ap.add_argument("--buckets", type=int, default=16)
-    ap.add_argument("--mode", choices=("stateful", "pipeline", "kafka"), default="stateful")
+    ap.add_argument(
+        "--mode", choices=("stateful", "pipeline", "kafka", "ceiling"), default="stateful"
+    )
     ap.add_argument("--trigger-seconds", type=float, default=0.0)
     ap.add_argument("--shuffle-partitions", type=int, default=2)
     ap.add_argument("--master", default="local[2]")
-    ap.add_argument("--bootstrap", help="Kafka bootstrap servers (mode kafka)")
-    ap.add_argument("--lab", action="store_true", help="start a lab Kafka for mode kafka")
+    ap.add_argument("--bootstrap", help="Kafka bootstrap servers (kafka, ceiling)")
+    ap.add_argument("--lab", action="store_true", help="start a lab Kafka (kafka, ceiling)")
     ap.add_argument("--lab-port", type=int, default=23092)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--keep", action="store_true", help="keep the work folder")
@@ -195,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
         f"RF 3) in {gen_s:.1f}s",
         flush=True,
     )
-    jars = kafka_jars() if args.mode == "kafka" else []
+    jars = kafka_jars() if args.mode in ("kafka", "ceiling") else []
     spark = build_session(master=args.master, shuffle_partitions=args.shuffle_partitions, jars=jars)
     spark.sparkContext.setLogLevel("ERROR")
     jvm_pid = int(spark.sparkContext._jvm.ProcessHandle.current().pid())  # type: ignore[union-attr]
@@ -292,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
                 lab = Lab(LabConfig(dir=work / "lab", base_port=args.lab_port, heap="1g"))
                 lab.up()
                 bootstrap = lab.bootstrap_servers
-            assert bootstrap, "mode kafka needs --bootstrap or --lab"
+            assert bootstrap, f"mode {args.mode} needs --bootstrap or --lab"
             tag = str(int(time.time()))
             topics = {r: f"bench-{r}-{tag}" for r in ("events", "findings", "deadletter")}
             for role, name in topics.items():
@@ -312,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
                     "deadletter_topic": topics["deadletter"],
                 }
             )
-            job = start(spark, cfg)
+            job = start(spark, cfg) if args.mode == "kafka" else _ceiling_query(spark, cfg, work)
 
         sampler = MemorySampler(jvm_pid, job.query)
         sampler.start()
@@ -369,6 +401,16 @@ def main(argv: list[str] | None = None) -> int:
             f"  memory (peak RSS): driver JVM {sampler.peak_driver:.0f} MB, Python workers "
             f"{sampler.peak_workers:.0f} MB, Python driver {sampler.peak_python_driver:.0f} MB"
         )
+        if len(progress) > 1:
+            phases = sorted({k for p in progress[1:] for k in p["durationMs"]})
+            medians = {
+                k: _pct([p["durationMs"].get(k, 0) / 1000 for p in progress[1:]], 0.5)
+                for k in phases
+            }
+            print(
+                "  per batch, median s (after the first): "
+                + ", ".join(f"{k} {v:.2f}" for k, v in medians.items())
+            )
         if progress:
             print(f"  last batch durationMs: {progress[-1]['durationMs']}")
             ops = progress[-1].get("stateOperators") or []
