@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import socket
 import struct
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -87,8 +88,14 @@ def test_a_port_that_stays_busy_times_out_naming_it(listener: socket.socket) -> 
     ],
 )
 def test_reserved_blocks_avoid_the_ephemeral_range(
-    monkeypatch: pytest.MonkeyPatch, first: int, bounds: tuple[int, int], expected: int
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    first: int,
+    bounds: tuple[int, int],
+    expected: int,
 ) -> None:
+    # Own lock files: this session's lab holds the lock of its real block (CI: 29092).
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     monkeypatch.setattr(ports, "ephemeral_range", lambda: bounds)
     monkeypatch.setattr(ports, "port_free", lambda _host, _port: True)
     with reserve_base_port(first, tries=8) as base:
