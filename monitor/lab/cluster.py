@@ -455,13 +455,12 @@ class Lab:
             self._write_configs()
             self._write_state()
             self._format(self._state.cluster_id, classpath)
-        exposed = ephemeral_ports(
-            [p for n in cfg.node_ids for p in cfg.ports(n)], ephemeral_range()
-        )
+        bounds = ephemeral_range()
+        exposed = ephemeral_ports([p for n in cfg.node_ids for p in cfg.ports(n)], bounds)
         if exposed:
             self._say(
                 f"warning: ports {exposed} are in the kernel's ephemeral range "
-                f"{ephemeral_range()}: an outgoing connection may take a stopped broker's "
+                f"{bounds}: an outgoing connection may take a stopped broker's "
                 "port and delay its restart; a --base-port below the range avoids it"
             )
         try:
