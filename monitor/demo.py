@@ -290,9 +290,10 @@ class Demo:
     def _watch_alerts(self, prom: PrometheusProcess, pager: WebhookReceiver) -> None:
         firing: set[str] = set()
         while not self._stop.wait(1.0):
-            for name in sorted(pager.alertnames() - set(self.page_first)):
-                self.page_first[name] = time.monotonic()
-                self.say(f"  >> PAGE delivered  {name}")
+            for name, t in sorted(pager.first_received().items()):
+                if name not in self.page_first:
+                    self.page_first[name] = t
+                    self.say(f"  >> PAGE delivered  {name}")
             try:
                 now = {a["labels"]["alertname"] for a in prom.alerts() if a["state"] == "firing"}
             except Exception:
@@ -405,8 +406,12 @@ class Demo:
         after = sum(1 for o in lost_offsets if all(o >= hi for _lo, hi in ranges))
         # Pages reach the webhook after Alertmanager's group_wait: give them a moment.
         deadline = time.monotonic() + 30
-        while "committed_data_loss" not in hook.alertnames() and time.monotonic() < deadline:
+        awaited = {"committed_data_loss", "unclean_election"}
+        while not awaited <= hook.alertnames() and time.monotonic() < deadline:
             time.sleep(0.5)
+        # The delivery times the receiver stamped, whether or not the live view has shown them.
+        for name, t in hook.first_received().items():
+            self.page_first.setdefault(name, t)
         self.say("\n== incident summary")
         for ph in self.phases[1:]:
             for kind, t in sorted(ph.detected.items(), key=lambda kv: kv[1]):

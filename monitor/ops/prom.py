@@ -226,6 +226,7 @@ class WebhookReceiver:
                 length = int(self.headers.get("Content-Length", "0"))
                 body = json.loads(self.rfile.read(length) or b"{}")
                 body["_path"] = self.path
+                body["_received_monotonic"] = time.monotonic()
                 received.append(body)
                 self.send_response(200)
                 self.end_headers()
@@ -248,4 +249,13 @@ class WebhookReceiver:
         self.server.server_close()
 
     def alertnames(self) -> set[str]:
-        return {a["labels"].get("alertname", "") for n in self.notifications for a in n["alerts"]}
+        return set(self.first_received())
+
+    def first_received(self) -> dict[str, float]:
+        """Each alert name's first delivery, as ``time.monotonic()`` when the POST arrived
+        (stamped by the handler, so a reader polling later still gets the true time)."""
+        first: dict[str, float] = {}
+        for n in list(self.notifications):
+            for a in n["alerts"]:
+                first.setdefault(a["labels"].get("alertname", ""), n["_received_monotonic"])
+        return first
