@@ -203,6 +203,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lab", action="store_true", help="start a lab Kafka (kafka, ceiling)")
     ap.add_argument("--lab-port", type=int, default=23092)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument(
+        "--no-state-rows",
+        action="store_true",
+        help="experiment (pipeline, kafka): the operator emits no state rows, so the store "
+        "gets none; the difference to a normal run is what the state rows cost",
+    )
     ap.add_argument("--keep", action="store_true", help="keep the work folder")
     args = ap.parse_args(argv)
 
@@ -245,6 +251,15 @@ def main(argv: list[str] | None = None) -> int:
         raw = work / "raw"
         files = _write_raw(raw, events, args.batch_events)
         del events
+        if args.no_state_rows:
+            import functools
+
+            import streaming.job
+            from streaming.operator import OperatorSettings
+
+            streaming.job.OperatorSettings = functools.partial(  # type: ignore[misc]
+                OperatorSettings, emit_state=False
+            )
         if args.mode == "stateful":
             # Pre-validate and bucket once (untimed): the stream starts at the operator.
             pre = work / "pre"
@@ -410,6 +425,22 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 "  per batch, median s (after the first): "
                 + ", ".join(f"{k} {v:.2f}" for k, v in medians.items())
+            )
+        sink_phases = job.counters.batch_phases[1:] if args.mode in ("pipeline", "kafka") else []
+        if sink_phases:
+            names = sorted({k for p in sink_phases for k in p})
+            print(
+                "  inside addBatch, median s (after the first): "
+                + ", ".join(f"{k} {_pct([p.get(k, 0.0) for p in sink_phases], 0.5):.2f}"
+                            for k in names)
+            )  # fmt: skip
+        if args.trigger_seconds > 0 and durations[1:]:
+            offered = args.batch_events / args.trigger_seconds
+            p99 = _pct(durations[1:], 0.99)
+            kept = "yes" if p99 <= args.trigger_seconds else "no: batches outlast the trigger"
+            print(
+                f"  offered rate {offered:,.0f} events/s ({args.batch_events} events per "
+                f"{args.trigger_seconds:g} s trigger); kept up: {kept}"
             )
         if progress:
             print(f"  last batch durationMs: {progress[-1]['durationMs']}")

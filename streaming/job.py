@@ -94,6 +94,9 @@ class JobCounters:
     state_bytes: int = 0
     partitions: int = 0
     batch_seconds: list[float] = field(default_factory=list)
+    #: Per batch, seconds in each step of the sink (``operator``: the Spark job that runs
+    #: validation, the shuffle and the operator; ``kafka``; ``store``; ``hooks``).
+    batch_phases: list[dict[str, float]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
 
@@ -323,6 +326,7 @@ class Sinks:
                 c.partitions = stats["partitions"]
                 c.state_bytes = stats["state_bytes"]
             c.batch_seconds.append(time.monotonic() - started)
+            c.batch_phases.append(phases)
         log.info("batch %d: %s; seconds %s", batch_id, stats, phases)
 
     @staticmethod
