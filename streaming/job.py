@@ -368,7 +368,6 @@ class Sinks:
                 f"{self.store}/state/batch_id={batch_id}"
             )
         if findings:
-            spark = states.sparkSession
             rows = [
                 (
                     f["id"],
@@ -385,9 +384,46 @@ class Sinks:
                 )
                 for f in findings
             ]
-            spark.createDataFrame(rows, FINDING_DDL).coalesce(1).write.mode("overwrite").parquet(
-                f"{self.store}/findings/batch_id={batch_id}"
-            )
+            if is_local(self.store):
+                write_findings_locally(Path(self.store), batch_id, rows)
+            else:
+                spark = states.sparkSession
+                spark.createDataFrame(rows, FINDING_DDL).coalesce(1).write.mode(
+                    "overwrite"
+                ).parquet(f"{self.store}/findings/batch_id={batch_id}")
+
+
+def is_local(location: str) -> bool:
+    """A folder on this machine (not an ``hdfs://``, ``s3a://``... URI)."""
+    return "://" not in location
+
+
+def write_findings_locally(store: Path, batch_id: int, rows: list[tuple[Any, ...]]) -> Path:
+    """``<store>/findings/batch_id=<n>/part-00000.parquet`` with pyarrow, from the driver.
+
+    The findings are already on the driver (a few per batch): a Spark write of them cost a
+    fixed ~0.5 s per batch (a job, a task, Hadoop's commit protocol), measured with
+    ``bench.spark_bench`` — a sixth of a 150k-event batch. Same columns and types as
+    :data:`FINDING_DDL`; replacing the folder keeps a replayed batch idempotent, and the
+    file is complete before it appears under ``batch_id=<n>/`` (readers glob only those).
+    """
+    import uuid
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    columns = [c.split() for c in FINDING_DDL.split(", ")]
+    types = {"string": pa.string(), "int": pa.int32(), "long": pa.int64()}
+    schema_ = pa.schema([pa.field(name, types[t]) for name, t in columns])
+    table = pa.Table.from_pylist([dict(zip(schema_.names, r, strict=True)) for r in rows], schema_)
+    root = store / "findings"
+    tmp = root / f"_tmp-{uuid.uuid4().hex}"
+    tmp.mkdir(parents=True)
+    pq.write_table(table, tmp / "part-00000.parquet")
+    final = root / f"batch_id={batch_id}"
+    shutil.rmtree(final, ignore_errors=True)
+    tmp.rename(final)
+    return final / "part-00000.parquet"
 
 
 # --- running ---------------------------------------------------------------------------------
