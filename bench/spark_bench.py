@@ -426,7 +426,7 @@ def main(argv: list[str] | None = None) -> int:
                 "  per batch, median s (after the first): "
                 + ", ".join(f"{k} {v:.2f}" for k, v in medians.items())
             )
-        sink_phases = job.counters.batch_phases[1:] if args.mode in ("pipeline", "kafka") else []
+        sink_phases = list(job.counters.batch_phases)[1:] if args.mode != "stateful" else []
         if sink_phases:
             names = sorted({k for p in sink_phases for k in p})
             print(
