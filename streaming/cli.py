@@ -126,12 +126,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    from streaming.job import LayoutError, check_layout
     from streaming.job import run as run_job
 
     try:
         cfg = config_from_args(args)
     except (ValidationError, ValueError) as e:
         print(f"monitor stream: invalid configuration: {e}", file=sys.stderr)
+        return 2
+    try:
+        check_layout(cfg.checkpoint_location, cfg.buckets)  # before Spark starts
+    except LayoutError as e:
+        print(f"monitor stream: {e}", file=sys.stderr)
         return 2
     return run_job(cfg)
 

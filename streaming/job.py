@@ -38,6 +38,7 @@ from streaming.operator import (
     OUTPUT_DDL,
     SEP,
     OperatorSettings,
+    bucket_keys,
     make_processor,
 )
 
@@ -156,14 +157,19 @@ def build_operator_input(source: Any, buckets: int) -> Any:
     global_key = F.when(
         F.col("kind") == "topic_config", F.concat_ws("/", "cluster", F.lit("topic"), "topic")
     ).otherwise(F.concat_ws("/", "cluster", F.lit("broker"), F.col("broker").cast("string")))
+    # Rows are grouped by bucket *key* (operator.bucket_keys: keys that spread evenly over the
+    # shuffle partitions); the operator maps a key back to its index 0..N-1.
+    keys = F.array(*[F.lit(k) for k in bucket_keys(buckets)])
+
+    def key_of(index: Any) -> Any:
+        return F.element_at(keys, index.cast("int") + 1)
+
     bucket_list = (
         F.when(~ok, F.array(F.lit(DEAD_BUCKET)))
-        .when(is_global, F.sequence(F.lit(0), F.lit(buckets - 1)))
-        .otherwise(
-            F.array(F.expr(f"pmod(xxhash64(cluster, topic, partition), {buckets})").cast("int"))
-        )
+        .when(is_global, keys)
+        .otherwise(F.array(key_of(F.expr(f"pmod(xxhash64(cluster, topic, partition), {buckets})"))))
     )
-    owner_bucket = F.pmod(F.crc32(global_key.cast("binary")), F.lit(buckets)).cast("int")
+    owner_bucket = key_of(F.pmod(F.crc32(global_key.cast("binary")), F.lit(buckets)))
     exploded = v.select(
         "*",
         F.explode(bucket_list).alias("bucket"),
@@ -480,6 +486,7 @@ def start(
     query_name: str | None = None,
 ) -> RunningJob:
     """Start the streaming query (Kafka source unless ``source`` is given)."""
+    check_layout(cfg.checkpoint_location, cfg.buckets)
     src = source if source is not None else kafka_source(spark, cfg)
     out = stateful(src, cfg)
     sinks = Sinks(cfg, hooks, write_kafka=write_kafka)
@@ -494,6 +501,53 @@ def start(
         writer = writer.trigger(processingTime=f"{int(cfg.trigger_seconds * 1000)} milliseconds")
     query = writer.start()
     return RunningJob(query, sinks.counters, sinks)
+
+
+#: How state keys are laid out (see ``operator.bucket_keys``); recorded in the checkpoint.
+LAYOUT = "bucket keys by Spark hash residue"
+LAYOUT_FILE = "monitor-layout.json"
+
+
+class LayoutError(ValueError):
+    """The checkpoint's state was written with another bucket layout."""
+
+
+def check_layout(checkpoint: str, buckets: int) -> None:
+    """Refuse to resume a checkpoint whose state is keyed differently; record a new one's.
+
+    The operator's state is keyed by bucket: another ``--buckets``, or a checkpoint written
+    before the bucket keys (which grouped by the plain index), would hand every bucket the
+    state of other partitions — wrong findings, silently. A local checkpoint records its
+    layout in ``monitor-layout.json`` when the job first starts on it. A checkpoint URI
+    (``hdfs://``, ``s3a://``) is not checked: keep ``--buckets`` unchanged there.
+    """
+    if not is_local(checkpoint):
+        return
+    root = Path(checkpoint)
+    marker = root / LAYOUT_FILE
+    want = {"layout": LAYOUT, "buckets": buckets}
+    if marker.is_file():
+        try:
+            have = json.loads(marker.read_text())
+        except ValueError as e:
+            raise LayoutError(f"{marker}: not the job's layout record ({e})") from e
+        if not isinstance(have, dict):
+            raise LayoutError(f"{marker}: not the job's layout record (not an object)")
+        if have != want:
+            raise LayoutError(
+                f"checkpoint {checkpoint} holds state for {have.get('buckets')} buckets "
+                f"({have.get('layout')}), not {buckets} ({LAYOUT}): start with the same "
+                "--buckets, or on a new --checkpoint and --store"
+            )
+        return
+    if (root / "offsets").is_dir() and any((root / "offsets").iterdir()):
+        raise LayoutError(
+            f"checkpoint {checkpoint} was written by an earlier version of the job (no "
+            f"{LAYOUT_FILE}): its state is keyed by plain bucket index; start on a new "
+            "--checkpoint and --store (or delete both)"
+        )
+    root.mkdir(parents=True, exist_ok=True)
+    marker.write_text(json.dumps(want) + "\n")
 
 
 def _caught_up(src: dict[str, Any]) -> bool:
@@ -587,7 +641,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     parser = build_parser()
     args = parser.parse_args(argv)
-    return run(config_from_args(args))
+    try:
+        return run(config_from_args(args))
+    except LayoutError as e:
+        print(f"streaming job: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":  # spark-submit streaming/job.py ...

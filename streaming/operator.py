@@ -46,6 +46,7 @@ newest ``observed_at`` it applied: replaying a backlog must not look like silenc
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import io
 import json
@@ -82,6 +83,58 @@ KIND_ORDER: dict[str, int] = {"topic_config": 0, "broker": 1, "partition": 2, "r
 
 #: Bucket of records that failed validation (they are forwarded as dead letters).
 DEAD_BUCKET = -1
+
+
+def spark_int_hash(value: int, seed: int = 42) -> int:
+    """Spark's ``hash()`` of an ``int`` (Murmur3 x86 32-bit, seed 42), as a signed int.
+
+    It is what Spark's hash partitioning applies to a grouping key: the shuffle partition of
+    key ``k`` is ``pmod(hash(k), spark.sql.shuffle.partitions)``.
+    """
+    m = 0xFFFFFFFF
+
+    def rotl(x: int, r: int) -> int:
+        return ((x << r) | (x >> (32 - r))) & m
+
+    k = rotl((value * 0xCC9E2D51) & m, 15) * 0x1B873593 & m
+    h = rotl(seed ^ k, 13)
+    h = (h * 5 + 0xE6546B64) & m
+    h ^= 4
+    h ^= h >> 16
+    h = (h * 0x85EBCA6B) & m
+    h ^= h >> 13
+    h = (h * 0xC2B2AE35) & m
+    h ^= h >> 16
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+@functools.cache
+def bucket_keys(buckets: int) -> tuple[int, ...]:
+    """The grouping key of each bucket index: ``keys[i]`` hashes to ``i`` modulo ``buckets``.
+
+    Grouped by the plain index ``0..N-1``, Spark's hash partitioning spread the buckets
+    unevenly over the shuffle partitions (16 buckets on 2 partitions: 7 and 9; on 4: 3, 3, 4,
+    6), so one task ran up to 1.5x the others' work while its cores idled. With these keys,
+    ``pmod(hash(keys[i]), P) == i mod P`` for every ``P`` that divides ``N``: each shuffle
+    partition gets exactly ``N / P`` buckets. The keys are the first integers hitting each
+    residue (about ``N ln N`` tries), so they do not depend on ``P``.
+    """
+    keys = [-1] * buckets
+    missing, candidate = buckets, 0
+    while missing:
+        i = spark_int_hash(candidate) % buckets
+        if keys[i] < 0:
+            keys[i] = candidate
+            missing -= 1
+        candidate += 1
+    return tuple(keys)
+
+
+@functools.cache
+def bucket_index(buckets: int) -> dict[int, int]:
+    """Bucket key -> bucket index (the inverse of :func:`bucket_keys`)."""
+    return {k: i for i, k in enumerate(bucket_keys(buckets))}
+
 
 #: The operator's input is three columns: ``bucket``, ``payload`` (one string per event,
 #: built on the JVM) and ``value`` (the original bytes, dead letters only). Why one packed
@@ -696,6 +749,10 @@ def make_processor(settings: OperatorSettings) -> Any:
     """The ``StatefulProcessor`` for ``transformWithStateInPandas`` (built lazily: pyspark)."""
     from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
+    def _index(key: int) -> int:
+        """The bucket index of a grouping key (:func:`bucket_keys`); the dead bucket as is."""
+        return key if key == DEAD_BUCKET else bucket_index(settings.buckets)[key]
+
     class BucketProcessor(StatefulProcessor):
         def init(self, handle: Any) -> None:
             self.handle = handle
@@ -722,7 +779,7 @@ def make_processor(settings: OperatorSettings) -> Any:
 
         # -- input -----------------------------------------------------------------------
         def handleInputRows(self, key: Any, rows: Any, timerValues: Any) -> Iterator[Any]:
-            bucket = int(key[0])
+            bucket = _index(int(key[0]))
             out = Outputs()
             if bucket == DEAD_BUCKET:
                 for pdf in rows:
@@ -818,7 +875,7 @@ def make_processor(settings: OperatorSettings) -> Any:
         def handleExpiredTimer(
             self, key: Any, timerValues: Any, expiredTimerInfo: Any
         ) -> Iterator[Any]:
-            bucket = int(key[0])
+            bucket = _index(int(key[0]))
             out = Outputs()
             if bucket == DEAD_BUCKET:
                 return
