@@ -30,7 +30,12 @@ def add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--store", help="Parquet state store location (folder or Hadoop URI)")
     p.add_argument("--master", help="Spark master (local[2]); 'none' keeps what spark-submit set")
     p.add_argument("--trigger-seconds", type=float, help="micro-batch interval in seconds")
-    p.add_argument("--buckets", type=int, help="state keys (hash buckets of partitions)")
+    p.add_argument(
+        "--buckets",
+        type=int,
+        help="state keys (hash buckets of partitions); a multiple of the shuffle partitions; "
+        "fixed for the life of a checkpoint",
+    )
     p.add_argument("--tick-ms", type=int, help="interval of the model's time-driven checks")
     p.add_argument("--shuffle-partitions", type=int, help="spark.sql.shuffle.partitions")
     p.add_argument(

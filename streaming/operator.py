@@ -3,9 +3,11 @@
 Why buckets. A Python stateful operator pays a fixed cost per *key* per micro-batch (the
 state API is a socket round trip per call, plus an Arrow batch per group): keyed by single
 partition that is 1-2 ms x 100k partitions per batch. Keyed by ``pmod(xxhash64(cluster,
-topic, partition), N)`` the cost is paid N times per batch, and each key's events are a
-plain Python loop over ``ClusterModel.apply`` — the model stays pure and per-partition
-semantics are kept (the model itself routes each event to its partition's state).
+topic, partition), N)`` (grouped by the key :func:`bucket_keys` gives that index, so that
+the buckets spread evenly over Spark's tasks) the cost is paid N times per batch, and each
+key's events are a plain Python loop over ``ClusterModel.apply`` — the model stays pure and
+per-partition semantics are kept (the model itself routes each event to its partition's
+state).
 
 State layout, per bucket (key): a snapshot plus a delta log (:class:`BucketStore`).
 

@@ -192,12 +192,13 @@ def test_stored_state_equals_the_live_model(seed: int, monkeypatch: pytest.Monke
                 proc.init(FakeHandle(state[b]))
                 frames: list[Any] = []
                 mine = per_bucket[b] if last else per_bucket[b][::2]
+                key = (op.bucket_keys(buckets)[b],)  # the grouping key of bucket b
                 if mine:
                     rows = iter([pd.DataFrame({"payload": mine, "value": None})])
-                    frames.extend(proc.handleInputRows((b,), rows, Clock(now)))
+                    frames.extend(proc.handleInputRows(key, rows, Clock(now)))
                 if tick:
                     counts["ticks"] += 1
-                    frames.extend(proc.handleExpiredTimer((b,), Clock(now), None))
+                    frames.extend(proc.handleExpiredTimer(key, Clock(now), None))
                 for how in proc.loaded:
                     counts[how] += 1
                 if last:
