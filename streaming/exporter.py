@@ -33,6 +33,7 @@ from monitor.exporter.driver import (
     finding_from_dict,
     view_from_state_row,
 )
+from streaming.store import is_local
 
 log = logging.getLogger("streaming.exporter")
 
@@ -111,7 +112,7 @@ class JobExporter:
 
     def seed(self) -> int:
         """Load the store's latest partition rows and findings; returns partitions loaded."""
-        if "://" in self.store or not Path(self.store).exists():
+        if not is_local(self.store) or not Path(self.store).exists():
             return 0  # remote stores: the first batches fill the snapshot
         from streaming import store as st
 

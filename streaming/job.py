@@ -41,6 +41,7 @@ from streaming.operator import (
     bucket_keys,
     make_processor,
 )
+from streaming.store import is_local
 
 log = logging.getLogger("streaming")
 
@@ -407,11 +408,6 @@ class Sinks:
                 ).parquet(f"{self.store}/findings/batch_id={batch_id}")
 
 
-def is_local(location: str) -> bool:
-    """A folder on this machine (not an ``hdfs://``, ``s3a://``... URI)."""
-    return "://" not in location
-
-
 def write_findings_locally(store: Path, batch_id: int, rows: list[tuple[Any, ...]]) -> Path:
     """``<store>/findings/batch_id=<n>/part-00000.parquet`` with pyarrow, from the driver.
 
@@ -632,7 +628,7 @@ def run(cfg: StreamingConfig, hooks: Sequence[Hook] = ()) -> int:
 def reset(cfg: StreamingConfig) -> None:
     """Delete the local checkpoint and store (for tests and ``--reset``)."""
     for loc in (cfg.checkpoint_location, cfg.store_location):
-        if "://" not in loc and Path(loc).exists():
+        if is_local(loc) and Path(loc).exists():
             shutil.rmtree(loc)
 
 

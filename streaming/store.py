@@ -92,6 +92,15 @@ def history(store: str, cluster: str, topic: str, partition: int) -> list[dict[s
     )
 
 
+def is_local(location: str) -> bool:
+    """A folder on this machine, not an ``hdfs://``, ``s3a://``... URI.
+
+    The store's readers (DuckDB), the compactor, the job's driver-side findings write and its
+    checkpoint layout record work on local folders only; URIs go through Spark alone.
+    """
+    return "://" not in location
+
+
 def findings(store: str) -> list[dict[str, Any]]:
     """Every finding the job wrote, deduplicated by id."""
     root = Path(store)
@@ -413,7 +422,7 @@ class Compactor:
 
     def __call__(self, batch: Any) -> None:
         batch_id = int(batch.batch_id)
-        if self.every <= 0 or "://" in self.store or batch_id % self.every:
+        if self.every <= 0 or not is_local(self.store) or batch_id % self.every:
             return
         horizon = time.time() - self.history_s
         old = [

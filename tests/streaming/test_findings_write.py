@@ -12,7 +12,8 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from streaming import store as store_mod
-from streaming.job import FINDING_DDL, is_local, write_findings_locally
+from streaming.job import FINDING_DDL, write_findings_locally
+from streaming.store import is_local
 
 ROWS = [
     ("f-1", "under_min_isr", "open", "critical", "c1", "orders", 0, None, 1_000, 1_000,
