@@ -131,7 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from streaming.job import LayoutError, check_layout
+    from streaming.job import LayoutError
     from streaming.job import run as run_job
 
     try:
@@ -140,11 +140,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"monitor stream: invalid configuration: {e}", file=sys.stderr)
         return 2
     try:
-        check_layout(cfg.checkpoint_location, cfg.buckets)  # before Spark starts
-    except LayoutError as e:
+        return run_job(cfg)
+    except LayoutError as e:  # raised before Spark starts
         print(f"monitor stream: {e}", file=sys.stderr)
         return 2
-    return run_job(cfg)
 
 
 def register(sub: Any) -> None:

@@ -100,8 +100,6 @@ class JobCounters:
     states: int = 0
     state_bytes: int = 0
     partitions: int = 0
-    #: Wall seconds of the most recent batches (at most :data:`RECENT_BATCHES`).
-    batch_seconds: deque[float] = field(default_factory=lambda: deque(maxlen=RECENT_BATCHES))
     #: Per recent batch, seconds in each step of the sink (``operator``: the Spark job that
     #: runs validation, the shuffle and the operator; ``kafka``; ``store``; ``hooks``).
     batch_phases: deque[dict[str, float]] = field(
@@ -340,7 +338,6 @@ class Sinks:
             if stats["buckets"]:
                 c.partitions = stats["partitions"]
                 c.state_bytes = stats["state_bytes"]
-            c.batch_seconds.append(time.monotonic() - started)
             c.batch_phases.append(phases)
         log.info("batch %d: %s; seconds %s", batch_id, stats, phases)
 
@@ -565,6 +562,7 @@ def run(cfg: StreamingConfig, hooks: Sequence[Hook] = ()) -> int:
     """
     from streaming.session import build_session, kafka_jars
 
+    check_layout(cfg.checkpoint_location, cfg.buckets)  # before Spark (start() checks again)
     exporter = None
     if cfg.metrics_port is not None:
         from streaming.exporter import JobExporter
