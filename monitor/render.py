@@ -52,7 +52,10 @@ SUMMARIES: dict[str, _Summary] = {
             else ""
         )
     ),
-    "hw_regression": lambda d: f"HW went back from {d['hw_before']} to {d['hw']}",
+    "hw_regression": lambda d: (
+        f"HW went back from {d['hw_before']} to {d.get('lowest_hw', d['hw'])}"
+        f" ({d['regressed_by']} committed offsets)"
+    ),
     "truncation_below_hw": lambda d: (
         f"LEO {d['leo_before']} -> {d['leo']}, below committed HW {d['committed_hw']} "
         f"({d['committed_offsets_removed']} committed offsets removed)"

@@ -549,13 +549,17 @@ def _observe_hw(s: PartitionState, hw: int, t: int, ctx: Context, emit: Emitter)
             s.suspect_hw = hw  # one low sample may be a stale collector; wait for another
             s.hw_at = t
             return
+        # The first low sample may have been lower still: the HW went back at least that
+        # far (the suspect sample was real -- a second one confirmed it).
+        lowest = min(hw, s.suspect_hw)
         emit.event(
             K.HW_REGRESSION,
             t,
             {
                 "hw_before": s.max_hw,
                 "hw": hw,
-                "regressed_by": s.max_hw - hw,
+                "lowest_hw": lowest,
+                "regressed_by": s.max_hw - lowest,
                 "leader": s.leader,
                 "epoch": s.leader_epoch,
             },
