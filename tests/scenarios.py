@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from monitor.model import Finding
 from monitor.testing import Timeline
 
 DATA = Path(__file__).parent / "data"
@@ -20,21 +21,59 @@ SECOND = 1_000
 
 @dataclass
 class Scenario:
+    """One failure mode (or healthy case) and what the model must say about it.
+
+    Findings are named by :func:`label`: ``"kind:state subject"``, where the subject is
+    :attr:`Finding.subject` -- ``orders/0``, ``orders/0 broker 2``, ``topic orders``,
+    ``broker 3``. So an expectation says *which* partition, topic or broker, and a finding
+    on the wrong one does not pass.
+    """
+
     name: str
     why: str
     build: Callable[[], Timeline]
     #: ModelConfig overrides for the replay.
     config: dict[str, Any] = field(default_factory=dict)
-    #: Findings that must appear: "kind:state" or "kind:state@broker".
+    #: Labels that must appear, exactly.
     expect: list[str] = field(default_factory=list)
-    #: Kinds that must not appear at all.
+    #: Patterns (see :func:`matches`) that no finding may match.
     forbid: list[str] = field(default_factory=list)
-    #: Detail checks: (kind, key, value) on the first finding of that kind.
+    #: Detail checks: (pattern, key, value) on the first finding matching the pattern.
     details: list[tuple[str, str, Any]] = field(default_factory=list)
 
     @property
     def path(self) -> Path:
         return DATA / f"{self.name}.jsonl"
+
+
+def label(f: Finding) -> str:
+    """``kind:state subject``, e.g. ``follower_lag:open stuck/0 broker 3``."""
+    return f"{f.kind}:{f.state} {f.subject}"
+
+
+def matches(pattern: str, lab: str) -> bool:
+    """Whether a label matches a pattern ``kind[:state] [subject]``.
+
+    Without a subject the pattern matches that kind (and state) anywhere; a subject must
+    be equal, or end in ``*`` to match as a prefix (``stuck/0*``: the partition and its
+    brokers).
+
+    >>> matches("follower_lag", "follower_lag:open stuck/0 broker 3")
+    True
+    >>> matches("follower_lag:open stuck/0 broker 2", "follower_lag:open stuck/0 broker 3")
+    False
+    >>> matches("durability_risk topic cp-ok", "durability_risk:open topic cp-ok")
+    True
+    """
+    head, _, subject = pattern.partition(" ")
+    lab_head, _, lab_subject = lab.partition(" ")
+    if lab_head != head and not lab_head.startswith(head + ":"):
+        return False
+    if not subject:
+        return True
+    if subject.endswith("*"):
+        return lab_subject.startswith(subject[:-1])
+    return lab_subject == subject
 
 
 def seed1_hw_truncation() -> Timeline:
@@ -309,19 +348,25 @@ SCENARIOS: list[Scenario] = [
         "election was clean.",
         seed1_hw_truncation,
         expect=[
-            "truncation_below_hw:event@1",
-            "leader_election:event@1",
-            "committed_data_loss:event",
-            "isr_shrink:event",
-            "isr_expand:event",
+            "truncation_below_hw:event seed1/0 broker 1",
+            "leader_election:event seed1/0 broker 1",
+            "committed_data_loss:event seed1/0",
+            "isr_shrink:event seed1/0",
+            "isr_expand:event seed1/0",
+            "stale_telemetry:open broker 2",
+            "stale_telemetry:resolved broker 2",
         ],
-        forbid=["unclean_election", "hw_regression", "log_divergence"],
+        forbid=["unclean_election", "hw_regression", "log_divergence", "stale_telemetry broker 1"],
         details=[
             ("truncation_below_hw", "committed_offsets_removed", 1),
+            ("truncation_below_hw", "leo_before", 2),
             ("committed_data_loss", "lost_count", 1),
             ("committed_data_loss", "lost_from", 1),
+            ("committed_data_loss", "lost_to", 2),
             ("committed_data_loss", "clean_election", True),
             ("leader_election", "clean", True),
+            ("isr_shrink", "removed", [2]),
+            ("isr_expand", "added", [2]),
         ],
     ),
     Scenario(
@@ -331,17 +376,19 @@ SCENARIOS: list[Scenario] = [
         seed2_divergence,
         config={"epoch_truncation": False},
         expect=[
-            "offline:open",
-            "offline:resolved",
-            "truncation_below_hw:event@2",  # B lost unflushed offset 1 in its restart
-            "committed_data_loss:event",
-            "log_divergence:open@1",
+            "offline:open seed2/0",
+            "offline:resolved seed2/0",
+            "truncation_below_hw:event seed2/0 broker 2",  # B lost unflushed offset 1
+            "committed_data_loss:event seed2/0",
+            "log_divergence:open seed2/0 broker 1",
         ],
-        forbid=["unclean_election", "hw_regression"],
+        forbid=["unclean_election", "hw_regression", "log_divergence seed2/0 broker 2"],
         details=[
             ("committed_data_loss", "lost_count", 1),
+            ("committed_data_loss", "lost_from", 1),
             ("committed_data_loss", "new_leader", 2),
             ("log_divergence", "diverges_from", 1),
+            ("log_divergence", "leo", 2),
         ],
     ),
     Scenario(
@@ -349,29 +396,35 @@ SCENARIOS: list[Scenario] = [
         "The same sequence under the leader-epoch protocol: the committed loss is still "
         "reported, but A is known to truncate to the epoch start, so no divergence.",
         seed2_divergence,
-        expect=["committed_data_loss:event"],
+        expect=["committed_data_loss:event seed2/0", "truncation_below_hw:event seed2/0 broker 2"],
         forbid=["log_divergence", "unclean_election"],
+        details=[("committed_data_loss", "lost_count", 1), ("committed_data_loss", "lost_from", 1)],
     ),
     Scenario(
         "unclean_election",
         "Leader 2 was outside the last ISR [1]; it held up to 1000 of a committed 5000.",
         unclean_election,
         expect=[
-            "follower_lag:open@2",
-            "isr_shrink:event",
-            "offline:open",
-            "offline:resolved",
-            "leader_election:event@2",
-            "unclean_election:event@2",
-            "committed_data_loss:event",
+            "follower_lag:open unclean/0 broker 2",
+            "isr_shrink:event unclean/0",
+            "offline:open unclean/0",
+            "offline:resolved unclean/0",
+            "leader_election:event unclean/0 broker 2",
+            "unclean_election:event unclean/0 broker 2",
+            "committed_data_loss:event unclean/0",
+            "durability_risk:open topic unclean",
+            "stale_telemetry:open broker 1",
         ],
-        forbid=["hw_regression", "truncation_below_hw"],
+        forbid=["hw_regression", "truncation_below_hw", "follower_lag unclean/0 broker 1"],
         details=[
             ("committed_data_loss", "lost_from", 1000),
             ("committed_data_loss", "lost_to", 5000),
             ("committed_data_loss", "lost_count", 4000),
             ("committed_data_loss", "clean_election", False),
+            ("committed_data_loss", "new_leader", 2),
             ("unclean_election", "isr_before", [1]),
+            ("isr_shrink unclean/0", "removed", [2]),
+            ("durability_risk", "reasons", ["unclean_election_enabled"]),
         ],
     ),
     Scenario(
@@ -379,7 +432,11 @@ SCENARIOS: list[Scenario] = [
         "The old leader returns ahead of the new one and truncates to the epoch start within "
         "seconds: the loss is reported once, and neither divergence nor a second truncation.",
         old_leader_returns,
-        expect=["committed_data_loss:event", "isr_expand:event"],
+        expect=[
+            "committed_data_loss:event unclean/0",
+            "isr_expand:event unclean/0",
+            "stale_telemetry:resolved broker 1",
+        ],
         forbid=["log_divergence", "truncation_below_hw", "hw_regression"],
         details=[("committed_data_loss", "lost_count", 4000)],
     ),
@@ -388,45 +445,98 @@ SCENARIOS: list[Scenario] = [
         "ISR 3 -> 2 (at min) -> 1 (under min: acks=all fails) -> 2 -> 3.",
         under_min_isr_and_recovery,
         expect=[
-            "under_replicated:open",
-            "at_min_isr:open",
-            "under_min_isr:open",
-            "under_min_isr:resolved",
-            "at_min_isr:resolved",
-            "under_replicated:resolved",
+            "under_replicated:open minisr/0",
+            "at_min_isr:open minisr/0",
+            "under_min_isr:open minisr/0",
+            "under_min_isr:resolved minisr/0",
+            "at_min_isr:resolved minisr/0",
+            "under_replicated:resolved minisr/0",
         ],
         forbid=["offline", "leader_election"],
-        details=[("under_min_isr", "isr_size", 1), ("under_min_isr", "min_isr", 2)],
+        details=[
+            ("under_min_isr:open", "isr_size", 1),
+            ("under_min_isr:open", "min_isr", 2),
+            ("under_min_isr:open", "isr", [1]),
+            ("at_min_isr:open", "isr", [1, 2]),
+            ("under_replicated:open", "missing", [3]),
+        ],
     ),
     Scenario(
         "follower_stuck_in_isr",
         "Broker 3 stops fetching but stays listed in the ISR for >30 s: follower lag while in "
         "ISR and a stalled HW; the shrink releases the HW.",
         follower_stuck_in_isr,
-        expect=["follower_lag:open@3", "hw_lag:open", "hw_lag:resolved", "isr_shrink:event"],
-        forbid=["follower_lag:open@2", "under_min_isr", "committed_data_loss"],
-        details=[("follower_lag", "in_isr", True), ("follower_lag", "leo", 2000)],
+        expect=[
+            "follower_lag:open stuck/0 broker 3",
+            "hw_lag:open stuck/0",
+            "hw_lag:resolved stuck/0",
+            "isr_shrink:event stuck/0",
+        ],
+        forbid=["follower_lag stuck/0 broker 2", "under_min_isr", "committed_data_loss"],
+        details=[
+            ("follower_lag", "in_isr", True),
+            ("follower_lag", "leo", 2000),
+            ("follower_lag", "lag_ms", 35_000),
+            ("hw_lag:open", "hw", 2000),
+            ("isr_shrink", "removed", [3]),
+        ],
     ),
     Scenario(
         "broker_goes_silent",
-        "Broker 3 stops answering, then partition 1's metadata stops: both go stale.",
+        "Broker 3 stops answering, then partition 1's metadata stops: both go stale; "
+        "partition 0 and brokers 1 and 2 keep reporting and stay quiet.",
         broker_goes_silent,
-        expect=["stale_telemetry:open@3", "stale_telemetry:open"],
-        forbid=["stale_telemetry:open@1", "stale_telemetry:open@2"],
+        expect=["stale_telemetry:open broker 3", "stale_telemetry:open silent/1"],
+        forbid=[
+            "stale_telemetry broker 1",
+            "stale_telemetry broker 2",
+            "stale_telemetry silent/0",
+            "stale_telemetry:resolved",
+        ],
+        details=[
+            ("stale_telemetry broker 3", "silent_for_ms", 65_000),
+            ("stale_telemetry silent/1", "silent_for_ms", 65_000),
+        ],
     ),
     Scenario(
         "leader_flapping",
         "Four elections in two minutes open leader_flapping; ten quiet minutes resolve it.",
         leader_flapping,
-        expect=["leader_flapping:open", "leader_flapping:resolved", "leader_election:event@2"],
+        expect=[
+            "leader_flapping:open flap/0",
+            "leader_flapping:resolved flap/0",
+            "leader_election:event flap/0 broker 2",
+            "leader_election:event flap/0 broker 1",
+        ],
         forbid=["unclean_election", "committed_data_loss"],
+        details=[("leader_flapping:open", "elections", 3)],
     ),
     Scenario(
         "durability_misconfigurations",
         "RF 1, min ISR 1 with RF 3, min ISR = RF and unclean elections each open "
-        "durability_risk; the CP topic stays quiet; fixing min ISR resolves its finding.",
+        "durability_risk on their own topic; the CP topic stays quiet; fixing min ISR "
+        "resolves its finding.",
         durability_misconfigurations,
-        expect=["durability_risk:open", "durability_risk:resolved"],
+        expect=[
+            "durability_risk:open topic rf1",
+            "durability_risk:open topic minisr1",
+            "durability_risk:open topic minisr-eq-rf",
+            "durability_risk:open topic unclean-on",
+            "durability_risk:resolved topic minisr1",
+        ],
+        forbid=[
+            "durability_risk topic cp-ok",
+            "durability_risk:resolved topic rf1",
+            "durability_risk:resolved topic minisr-eq-rf",
+            "durability_risk:resolved topic unclean-on",
+        ],
+        details=[
+            ("durability_risk topic rf1", "reasons", ["rf_1"]),
+            ("durability_risk topic minisr1", "reasons", ["min_isr_1_with_rf_3"]),
+            ("durability_risk topic minisr-eq-rf", "reasons", ["min_isr_not_below_rf"]),
+            ("durability_risk topic unclean-on", "reasons", ["unclean_election_enabled"]),
+            ("durability_risk topic unclean-on", "profile", "misconfigured"),
+        ],
     ),
     Scenario(
         "healthy_steady_state",
@@ -455,23 +565,29 @@ SCENARIOS: list[Scenario] = [
         "diverged_follower",
         "A follower ahead of its leader across rounds: its log differs.",
         diverged_follower,
-        expect=["log_divergence:open@2"],
-        forbid=["committed_data_loss", "truncation_below_hw"],
-        details=[("log_divergence", "leo", 9000)],
+        expect=["log_divergence:open diverged/0 broker 2"],
+        forbid=["committed_data_loss", "truncation_below_hw", "log_divergence diverged/0 broker 1"],
+        details=[("log_divergence", "leo", 9000), ("log_divergence", "leader", 1)],
     ),
     Scenario(
         "hw_regression",
         "A single low HW sample is a glitch; two in a row are a regression of 220.",
         hw_regression,
-        expect=["hw_regression:event"],
-        details=[("hw_regression", "hw_before", 1020), ("hw_regression", "hw", 805)],
+        expect=["hw_regression:event hwreg/0"],
+        details=[
+            ("hw_regression", "hw_before", 1020),
+            ("hw_regression", "hw", 805),
+            ("hw_regression", "lowest_hw", 800),
+            ("hw_regression", "regressed_by", 220),
+        ],
     ),
     Scenario(
         "epoch_regression",
         "Leader epoch 12 -> 0 a minute later: the topic was recreated; no loss is claimed.",
         epoch_regression,
-        expect=["epoch_regression:event"],
-        forbid=["hw_regression", "committed_data_loss", "leader_election"],
+        expect=["epoch_regression:event recreated/0"],
+        forbid=["hw_regression", "committed_data_loss", "leader_election", "truncation_below_hw"],
+        details=[("epoch_regression", "epoch_before", 12), ("epoch_regression", "epoch", 0)],
     ),
 ]
 

@@ -10,12 +10,7 @@ import pytest
 
 from monitor.model import ClusterModel, Finding, ModelConfig
 from monitor.replay import replay
-from tests.scenarios import SCENARIOS, Scenario
-
-
-def label(f: Finding) -> str:
-    base = f"{f.kind}:{f.state}"
-    return base if f.broker is None else f"{base}@{f.broker}"
+from tests.scenarios import SCENARIOS, Scenario, label, matches
 
 
 def run(sc: Scenario) -> list[Finding]:
@@ -45,11 +40,12 @@ def test_scenario_findings(sc: Scenario) -> None:
     labels = [label(f) for f in findings]
     missing = [e for e in sc.expect if e not in labels]
     assert not missing, f"{sc.name}: missing {missing}; got {labels}"
-    forbidden = [lb for lb in labels for fb in sc.forbid if lb.startswith(fb)]
+    forbidden = [lb for lb in labels for fb in sc.forbid if matches(fb, lb)]
     assert not forbidden, f"{sc.name}: forbidden {forbidden}"
-    for kind, key, value in sc.details:
-        first = next(f for f in findings if f.kind == kind)
-        assert first.details[key] == value, (sc.name, kind, key, first.details)
+    for pattern, key, value in sc.details:
+        first = next((f for f in findings if matches(pattern, label(f))), None)
+        assert first is not None, f"{sc.name}: no finding matches {pattern!r}"
+        assert first.details[key] == value, (sc.name, pattern, key, first.details)
 
 
 def test_healthy_cluster_has_nothing_above_info() -> None:
