@@ -31,7 +31,7 @@ import pytest
 
 from monitor.collector.collector import _Health
 from monitor.exporter import MetricsServer, Snapshot
-from monitor.model import ClusterModel, Finding
+from monitor.model import ClusterModel, Finding, FindingKind
 from monitor.ops.prom import PrometheusProcess, free_port
 from monitor.replay import replay
 
@@ -228,10 +228,10 @@ def _get(prom: PrometheusProcess, path: str, **params: str) -> list[Any]:
     return data
 
 
-def _matcher_problems(prom: PrometheusProcess, query: str) -> list[str]:
+def matcher_problems(prom: PrometheusProcess, query: str) -> list[str]:
     """What is wrong with the selectors of ``query``: a metric without series, a label
-    the metric does not have, an exact (or ``a|b`` regex) value no series of the metric
-    carries (for the example labels: no series at all)."""
+    the metric does not have, an exact (or ``a|b`` regex) value that no series of the
+    metric carries (an example label's: no series at all; a ``kind``: no finding kind)."""
     problems = []
     for m in SELECTOR.finditer(query):
         name = m.group("name")
@@ -250,10 +250,13 @@ def _matcher_problems(prom: PrometheusProcess, query: str) -> list[str]:
                 continue
             if op not in ("=", "=~") or not re.fullmatch(r"[\w|-]+", value):
                 continue
-            # The example labels name the section's incident, which may lack this metric
-            # (EXPECTED_EMPTY says so): their values need only exist somewhere.
-            scope = {} if label in EXAMPLE_LABELS else {"match[]": name}
-            known = set(_get(prom, f"/api/v1/label/{label}/values", **scope))
+            if label == "kind":
+                known = {str(k) for k in FindingKind}
+            else:
+                # The example labels name the section's incident, which may lack this
+                # metric (EXPECTED_EMPTY says so): their values need only exist somewhere.
+                scope = {} if label in EXAMPLE_LABELS else {"match[]": name}
+                known = set(_get(prom, f"/api/v1/label/{label}/values", **scope))
             for v in value.split("|"):
                 if v not in known:
                     problems.append(f"no {name} series has {label}={v!r}")
@@ -278,5 +281,5 @@ def test_every_runbook_query_executes(prometheus: PrometheusProcess) -> None:
             failures.append(f"{where}: no data")
         if reason is not None and result:
             failures.append(f"{where}: returns data, but EXPECTED_EMPTY says {reason!r}")
-        failures += [f"{where}: {p}" for p in _matcher_problems(prometheus, q)]
+        failures += [f"{where}: {p}" for p in matcher_problems(prometheus, q)]
     assert failures == [], "\n".join(failures)
