@@ -365,16 +365,33 @@ def test_promtool_tests_cover_every_alert(alerts: list[Rule]) -> None:
 
 
 def test_every_for_is_justified() -> None:
-    """Each `for:` in the alert rules has a comment above it (in the same rule) saying why."""
+    """Each `for:` in the alert rules has a comment above it (in the same rule) that names
+    that very duration (``for 5m``) and says why: a `for:` changed without its reason, or
+    a comment that merely contains the letters "for" ("before"), fails."""
+    checked, problems = 0, []
     for path in sorted(RULES_DIR.glob("*.yml")):
         lines = path.read_text().splitlines()
         for i, ln in enumerate(lines):
-            if re.match(r"^\s+for: ", ln):
-                start = max(j for j in range(i) if re.match(r"^\s*- (alert|record): ", lines[j]))
-                assert any(
-                    lines[j].lstrip().startswith("#") and "for" in lines[j].lower()
-                    for j in range(start, i)
-                ), f"{path.name}:{i + 1}: `for:` without a comment justifying it"
+            m = re.match(r"^\s+for: (\S+)\s*$", ln)
+            if not m:
+                continue
+            checked += 1
+            start = max(j for j in range(i) if re.match(r"^\s*- (alert|record): ", lines[j]))
+            comment = " ".join(
+                lines[j].strip().lstrip("#").strip()
+                for j in range(start, i)
+                if lines[j].lstrip().startswith("#")
+            )
+            where = f"{path.name}:{i + 1}: `for: {m.group(1)}`"
+            if not re.search(rf"\bfor {re.escape(m.group(1))}\b", comment):
+                problems.append(
+                    f"{where}: no comment above it in the rule says `for {m.group(1)}` "
+                    f"and why (comment: {comment!r})"
+                )
+            elif len(comment.split()) < 10:
+                problems.append(f"{where}: {comment!r} does not say why")
+    assert checked >= 10, f"only {checked} `for:` found in {RULES_DIR}"
+    assert not problems, "\n".join(problems)
 
 
 def test_alertmanager_receivers_are_local_placeholders() -> None:
