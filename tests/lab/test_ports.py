@@ -6,9 +6,7 @@ from __future__ import annotations
 import socket
 import struct
 import tempfile
-import threading
-import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -45,25 +43,57 @@ def test_the_kernels_ephemeral_range_is_read() -> None:
     assert ephemeral_range(Path("/nonexistent")) is None
 
 
-def test_a_port_held_by_a_listener_fails_at_once(listener: socket.socket) -> None:
+def _counted_checks(
+    monkeypatch: pytest.MonkeyPatch, port: int, after_busy: Callable[[], None] = lambda: None
+) -> list[bool]:
+    """The results of every ``port_free`` check of ``port`` wait_ports_free makes, in order;
+    ``after_busy`` runs after each check that found it busy."""
+    real, checks = ports.port_free, []
+
+    def check(host: str, p: int) -> bool:
+        free = real(host, p)
+        if p == port:
+            checks.append(free)
+            if not free:
+                after_busy()
+        return free
+
+    monkeypatch.setattr(ports, "port_free", check)
+    return checks
+
+
+def test_a_port_held_by_a_listener_fails_at_once(
+    listener: socket.socket, monkeypatch: pytest.MonkeyPatch
+) -> None:
     port = listener.getsockname()[1]
     assert listening(port)
-    started = time.monotonic()
+    checks = _counted_checks(monkeypatch, port)
+    said: list[str] = []
     with pytest.raises(LabError, match=f"127.0.0.1:{port} \\(node 2\\) is already in use by a"):
-        wait_ports_free("127.0.0.1", [port], timeout=30, what=" (node 2)")
-    assert time.monotonic() - started < 5
+        wait_ports_free("127.0.0.1", [port], timeout=30, say=said.append, what=" (node 2)")
+    assert checks == [False]  # the first check fails it: no second look, no wait
+    assert said == []
 
 
-def test_a_port_held_by_a_connection_is_waited_out(listener: socket.socket) -> None:
+def test_a_port_held_by_a_connection_is_waited_out(
+    listener: socket.socket, monkeypatch: pytest.MonkeyPatch
+) -> None:
     client = _outgoing_connection_from_a_port(listener)
     port = client.getsockname()[1]
     assert not ports.port_free("127.0.0.1", port) and not listening(port)
-    threading.Timer(1.5, client.close).start()
+    busy = 0
+
+    def let_go_after_three() -> None:  # the connection closes while the start waits
+        nonlocal busy
+        busy += 1
+        if busy == 3:
+            client.close()
+
+    checks = _counted_checks(monkeypatch, port, let_go_after_three)
     said: list[str] = []
-    started = time.monotonic()
     wait_ports_free("127.0.0.1", [port], timeout=30, say=said.append)
-    assert time.monotonic() - started >= 1.4
-    assert said == [f"waiting for port {port}: held by a closing connection"]
+    assert checks == [False, False, False, True]  # waited while held, went on once free
+    assert said == [f"waiting for port {port}: held by a closing connection"]  # said once
     assert ports.port_free("127.0.0.1", port)
 
 
