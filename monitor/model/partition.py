@@ -566,7 +566,10 @@ def _observe_hw(s: PartitionState, hw: int, t: int, ctx: Context, emit: Emitter)
         )
         s.max_hw = hw
     s.suspect_hw = -1
-    s.hw = hw
+    # Within a leadership the HW only grows: a lower value than the leader's own report
+    # (a replica event) is an older read, not news -- regressions are judged above.
+    if hw >= s.hw or s.hw_at < s.epoch_started_at:
+        s.hw = hw
     s.hw_at = t
     s.max_hw = max(s.max_hw, hw)
     _measure_hw(s, t)
