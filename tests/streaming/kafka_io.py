@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -70,11 +71,52 @@ def read_all(bootstrap: str, topic: str, timeout_s: float = 30.0) -> list[Record
         consumer.close()
 
 
-def findings_by_id(records: list[Record]) -> dict[str, dict[str, Any]]:
-    """What a consumer that dedupes by id sees (the key is the finding id)."""
-    out: dict[str, dict[str, Any]] = {}
+def _ids(records: list[Record]) -> list[str]:
+    ids = []
     for r in records:
         f = json.loads(r.value)
         assert r.key is not None and r.key.decode() == f["id"], "findings are keyed by id"
-        out[f["id"]] = f
-    return out
+        ids.append(f["id"])
+    return ids
+
+
+def findings_by_id(records: list[Record]) -> dict[str, dict[str, Any]]:
+    """The findings of one run's findings topic, by id. Each finding's id is unique (it
+    includes its state and times), so an id written twice is a double write: it fails."""
+    ids = _ids(records)
+    twice = sorted(i for i, n in Counter(ids).items() if n > 1)
+    assert not twice, f"{len(twice)} finding ids written more than once: {twice[:10]}"
+    return {i: json.loads(r.value) for i, r in zip(ids, records, strict=True)}
+
+
+def findings_across_restart(
+    killed: list[Record], final: list[Record]
+) -> tuple[dict[str, dict[str, Any]], int]:
+    """The findings of a topic written by a run that was killed (``killed``: what the topic
+    held then) and restarted on its checkpoint (``final``: all of it), by id, and how many
+    records the restart wrote twice.
+
+    Kafka output is at-least-once: the batch in flight at the kill is run again, so the
+    killed run's last records (that batch, or the part of it written before the kill) may
+    come again. That is the only duplicate allowed: the ids written twice must be a
+    contiguous tail of the killed run's records, re-sent byte for byte, in the same order,
+    at the head of the restarted run's records. Each run alone writes every id once.
+    """
+    assert {r.partition for r in final} <= {0}, "one findings partition: offsets are order"
+    killed = sorted(killed, key=lambda r: r.offset)
+    final = sorted(final, key=lambda r: r.offset)
+    assert final[: len(killed)] == killed, "the restart changed what the killed run wrote"
+    restarted = final[len(killed) :]
+    first, second = findings_by_id(killed), findings_by_id(restarted)
+    again = set(first) & set(second)
+    n = len(again)
+    if n:
+        tail, head = killed[-n:], restarted[:n]
+        assert set(_ids(tail)) == again, (
+            f"the {n} findings written twice are not the killed run's last {n} records"
+        )
+        assert [(r.key, r.value) for r in head] == [(r.key, r.value) for r in tail], (
+            f"the restart did not re-send the killed run's last {n} records as they were, "
+            "in order, before its own"
+        )
+    return {**first, **second}, n
