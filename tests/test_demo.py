@@ -20,17 +20,13 @@ pytestmark = [pytest.mark.lab, pytest.mark.prometheus, pytest.mark.timeout(900)]
 ROOT = Path(__file__).resolve().parent.parent
 
 
-# "standalone" (`monitor demo --standalone`: the job on a Spark master + 1 worker) passes
-# too (docs/benchmarks.md), but costs CI 6-7 more minutes; the standalone cluster is
-# covered in CI by tests/streaming/test_standalone.py (spark-submit, Kafka end to end).
-@pytest.mark.parametrize("spark", ["local"])
-def test_short_demo_detects_alerts_and_accounts_for_the_loss(tmp_path: Path, spark: str) -> None:
-    """``local``: the job on ``local[2]``; ``standalone``: the same job on a Spark standalone
-    cluster (master + 1 worker from the pyspark distribution)."""
+def test_short_demo_detects_alerts_and_accounts_for_the_loss(tmp_path: Path) -> None:
+    """The job on ``local[2]``. (``monitor demo --standalone`` runs it on a Spark master + 1
+    worker; CI covers the standalone cluster in tests/streaming/test_standalone.py, which
+    costs 6-7 minutes less than a second demo.)"""
     started = time.monotonic()
-    extra = ["--standalone"] if spark == "standalone" else []
     proc = subprocess.run(
-        [sys.executable, "-m", "monitor", "demo", "--short", "--dir", str(tmp_path), *extra],
+        [sys.executable, "-m", "monitor", "demo", "--short", "--dir", str(tmp_path)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -53,11 +49,15 @@ def test_short_demo_detects_alerts_and_accounts_for_the_loss(tmp_path: Path, spa
     ):
         assert line in out, f"missing from the demo's output: {line!r}"
     assert (tmp_path / "explain-orders-0.png").stat().st_size > 10_000
-    # Exact, or an honest under-report (a restart truncation the epoch record did not reach
-    # the model in time to correct: docs/findings.md); never an over-report.
-    assert "verdict: consistent" in out or "verdict: UNDER-REPORTED" in out, out[-3000:]
     summary = json.loads((tmp_path / "summary.json").read_text())
     print(json.dumps(summary, indent=1))
+    # Exact. An under-report passes (exit 0) only where every loss finding says it was
+    # judged without the new leader's epoch record, and by at most 2 % (monitor.demo.
+    # loss_verdict); never an over-report.
+    verdict = summary["loss_verdict"]
+    assert verdict == "consistent" or (
+        verdict.startswith("UNDER-REPORTED") and "epoch" not in summary["loss_evidence"]
+    ), out[-3000:]
     for kind in ("under_min_isr", "offline", "unclean_election", "committed_data_loss"):
         assert kind in summary["store_finding_kinds"], kind
     for alert in ("under_min_isr", "unclean_election", "committed_data_loss"):
@@ -68,8 +68,6 @@ def test_short_demo_detects_alerts_and_accounts_for_the_loss(tmp_path: Path, spa
     assert {"committed_data_loss", "unclean_election", "under_min_isr"} <= set(
         summary["page_delivered_after_fault_s"]
     )
-    if spark == "standalone":
-        assert "Spark standalone master spark://127.0.0.1:" in out
     _dashboards_on_the_incident(tmp_path)
     # Every process it started is gone: no JVM or Prometheus with its folder on the line.
     leftovers = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True, text=True)
