@@ -2,9 +2,10 @@
 
 pydantic (``monitor.events.parse_event``) is the contract; ``streaming.schema.validate`` is
 its translation into Spark SQL. Every record here — the seed scenario files, hand-picked
-hostile records and a few hundred hypothesis-generated mutations of valid events — must get
-the same verdict from both, the Spark reason must name the field pydantic names first, and
-every record must be either accepted or rejected (in = accepted + dead-lettered).
+hostile records and about 1,800 hypothesis-generated mutations of valid events
+(derandomized: the same ones on every run) — must get the same verdict from both, the
+Spark reason must name the field pydantic names first, and every record must be either
+accepted or rejected (in = accepted + dead-lettered).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
 from monitor.events import parse_event
@@ -304,12 +305,24 @@ def _records(draw: st.DrawFn) -> bytes:
     return json.dumps(base, ensure_ascii=draw(st.booleans())).encode()
 
 
+#: Each example is one Spark job over a batch of 200-250 generated records: 8 examples are
+#: about 1,800 records, each batch a mix of valid ones and ones broken in every way
+#: _records knows (batches that are not -- Hypothesis tries the simplest, all-valid one
+#: first -- are drawn again). derandomize: the same examples on every run and machine (no
+#: hidden seed, no example database), so a failure here is a failure there too.
+GENERATED_EXAMPLES = 8
+
+
 @settings(
-    max_examples=2,
+    max_examples=GENERATED_EXAMPLES,
+    derandomize=True,
+    database=None,
     deadline=None,
     phases=[Phase.generate],
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.data_too_large],
 )
 @given(records=st.lists(_records(), min_size=200, max_size=250))
 def test_generated_records_agree(spark: Any, records: list[bytes]) -> None:
+    valid = sum(1 for r in records if S.python_reason(r) is None)
+    assume(20 <= valid <= len(records) - 20)  # both verdicts, in every batch compared
     _compare(spark, records)
