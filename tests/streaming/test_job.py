@@ -22,6 +22,7 @@ import pytest
 from monitor.model import ModelConfig
 from streaming.config import ModelSettings, StreamingConfig
 from streaming.job import BatchOutput, parquet_source, start
+from tests.golden import check_golden
 from tests.scenarios import SCENARIOS
 from tests.streaming.helpers import (
     event_driven,
@@ -67,6 +68,7 @@ def _run(
 
 @pytest.mark.parametrize("buckets", [3])
 def test_job_equals_replay_on_seed_scenarios(spark: Any, tmp_path: Path, buckets: int) -> None:
+    golden: list[str] = []
     groups: dict[tuple[tuple[str, Any], ...], list[Any]] = {}
     for sc in SCENARIOS:
         groups.setdefault(tuple(sorted(sc.config.items())), []).append(sc)
@@ -91,6 +93,9 @@ def test_job_equals_replay_on_seed_scenarios(spark: Any, tmp_path: Path, buckets
         )
         assert job.counters.accepted == len(records)
         assert job.counters.dead_lettered == 0
+        golden += sorted(json.dumps(f, sort_keys=True) + "\n" for f in seen)
+    # Every finding the job wrote, with every detail: unchanged unless a commit says why.
+    check_golden("job_findings.jsonl", "".join(golden))
 
 
 def test_silence_opens_stale_telemetry_without_new_events(spark: Any, tmp_path: Path) -> None:
