@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from monitor.lab import admin, load, metrics
+from monitor.lab import admin, load, metrics, ports
 from monitor.lab.cluster import Lab, NodeStatus
 from monitor.lab.paths import REPO_ROOT
 from tests.lab.helpers import run_unclean_election_scenario, topic_name, wait_metric, wait_partition
@@ -87,9 +87,9 @@ def test_jmx_exporters_serve_per_partition_log_end_offsets(lab: Lab) -> None:
 
 def test_paused_follower_leaves_isr_and_rejoins_after_resume(lab: Lab) -> None:
     topic = topic_name("pause")
-    admin.create_topic(
+    before = admin.create_topic(
         lab.bootstrap_servers, topic, assignments={0: [1, 2, 3]}, min_insync_replicas=1
-    )
+    )[0]
     # Keep the leader's LEO moving: a follower that is idle *and* caught up never lags.
     # The producer starts before the pause: a client created afterwards may send its first
     # metadata request to the paused broker, which accepts the connection and never answers.
@@ -104,16 +104,17 @@ def test_paused_follower_leaves_isr_and_rejoins_after_resume(lab: Lab) -> None:
     time.sleep(1)
     lab.pause(3)
     assert lab.node_status(3) is NodeStatus.PAUSED
-    started = time.monotonic()
     try:
         state = wait_partition(lab, topic, lambda p: 3 not in p.isr, "broker 3 out of the ISR")
+        # The ISR shrank while broker 3 was still paused (wait_partition's own timeout
+        # bounds how long that may take; how long it did take is the benchmarks' business).
+        assert lab.node_status(3) is NodeStatus.PAUSED
     finally:
         stop.set()
         traffic.join(timeout=60)
-    shrink_s = time.monotonic() - started
     assert state.isr == (1, 2)
-    assert state.leader == 1
-    assert shrink_s < 40
+    # A shrink, not an election: the same leader in the same epoch.
+    assert (state.leader, state.leader_epoch) == (1, before.leader_epoch)
 
     lab.resume(3)
     assert lab.node_status(3) is NodeStatus.ALIVE
@@ -144,10 +145,16 @@ def test_killing_the_leader_elects_a_new_leader_with_a_higher_epoch(lab: Lab) ->
     assert back.leader_epoch >= after.leader_epoch
 
 
-def test_a_restart_waits_out_a_connection_holding_the_brokers_port(lab: Lab) -> None:
+def test_a_restart_waits_out_a_connection_holding_the_brokers_port(
+    lab: Lab, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Seen in CI: while broker 2 was down, an outgoing connection took its exporter's port
     as its local port, and the restart failed at once with "port in use". A connection lets
-    go of its port by itself; the restart now waits for it (a listener still fails)."""
+    go of its port by itself; the restart now waits for it (a listener still fails).
+
+    The connection holds the port when the restart begins and lets go only after the
+    restart's port check has found it busy: the restart must have said it waits, checked
+    again, and started the broker."""
     port = lab.config.jmx_port(2)
     lab.stop(2)
     holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -161,10 +168,22 @@ def test_a_restart_waits_out_a_connection_holding_the_brokers_port(lab: Lab) -> 
             assert time.monotonic() < deadline, f"port {port} never came free"
             time.sleep(0.5)
     holder.connect(("127.0.0.1", lab.config.broker_port(1)))
-    threading.Timer(3.0, holder.close).start()
-    started = time.monotonic()
+    real_check, checks = ports.port_free, []
+
+    def check(host: str, p: int) -> bool:
+        free = real_check(host, p)
+        if p == port:
+            checks.append(free)
+            if not free:
+                holder.close()  # the connection lets go once the restart has seen it
+        return free
+
+    said: list[str] = []
+    monkeypatch.setattr(ports, "port_free", check)
+    monkeypatch.setattr(lab, "_progress", said.append)
     lab.start(2)
-    assert time.monotonic() - started >= 2.9
+    assert checks == [False, True]  # busy when the restart began, free on the next look
+    assert f"waiting for port {port} (node 2): held by a closing connection" in said
     assert lab.node_status(2) is NodeStatus.ALIVE
     assert metrics.scrape(lab.config.jmx_url(2)), "the restarted exporter serves metrics"
 
