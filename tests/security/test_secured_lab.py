@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -38,6 +39,7 @@ from typing import Any
 
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.errors import KafkaTimeoutError
 
 from monitor.collector import Collector, CollectorConfig, KafkaClientSettings
 from monitor.collector.security import REDACTED, KafkaConnectError
@@ -359,18 +361,22 @@ def test_job_reads_and_writes_over_the_secured_listener(run: Run) -> None:
     assert "events accepted" in run.job_output
 
 
-def test_wrong_credentials_are_refused_with_a_clear_error(run: Run) -> None:
+def test_wrong_credentials_are_refused_with_a_clear_error(
+    run: Run, caplog: pytest.LogCaptureFixture
+) -> None:
     kw = run.settings.model_dump()
     kw["bootstrap_timeout_ms"] = 3000
     if run.mode == "sasl_ssl":
         wrong = "Wrong-Password-" + uuid.uuid4().hex
         kw["sasl_plain_password"], kw["sasl_plain_password_file"] = wrong, None
         expected = "SASL authentication failed"
+        refused = "SaslAuthenticationFailedError"  # kafka-python's log of the broker's answer
         hidden = [wrong, run.secrets["scram password"]]
     else:
         wrong = ""
         kw["ssl_certfile"], kw["ssl_password"], kw["ssl_password_file"] = None, None, None
         expected = "requires a client certificate"
+        refused = "SSLV3_ALERT_BAD_CERTIFICATE"  # the broker's TLS alert: no client cert
         hidden = [run.secrets["client key password"]]
     bad = KafkaClientSettings(**kw)
     collector = Collector(
@@ -383,9 +389,17 @@ def test_wrong_credentials_are_refused_with_a_clear_error(run: Run) -> None:
     assert run.lab.config.secure_bootstrap_servers in message
     for secret in hidden:
         assert secret not in message
-    # The broker really refuses: a plain kafka-python client gets nowhere either.
-    with pytest.raises(Exception):  # noqa: B017  (kafka-python: timeout or connection error)
+    # The broker really refuses: a plain kafka-python client gets nowhere either. kafka-python
+    # (3.0) reports it as a bootstrap timeout and logs the broker's refusal as the cause.
+    bootstrap = run.lab.config.secure_bootstrap_servers
+    with (
+        caplog.at_level(logging.WARNING, logger="kafka"),
+        pytest.raises(
+            KafkaTimeoutError, match=re.escape(f"Unable to bootstrap from ['{bootstrap}']")
+        ),
+    ):
         consumer(bad).topics()
+    assert refused in caplog.text, caplog.text[-3000:]
 
 
 # --- no secret in anything the monitor emits ----------------------------------------------------
