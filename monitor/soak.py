@@ -25,7 +25,8 @@ replayed micro-batch after a SIGKILL) must carry the same content both times. Th
 health (its ``/metrics``, ``kafka_replication_monitor_up``, the input lag, the collector's
 rounds, Prometheus ``up`` and the monitor-health alerts) is sampled through each monitor
 fault. The RSS of the Spark job's process group (driver, JVM, Python workers) and of the
-collector is sampled all along; after a warm-up it must not grow by more than a tolerance.
+collector is sampled all along; after a warm-up (the job's: a time; the collector's: the
+first quiet window of its run) it must not grow by more than a tolerance.
 
 ``soak.json`` holds every cycle, the health and RSS series and the verdict; the exit code is
 0 only if the verdict is ``pass``.
@@ -1033,7 +1034,9 @@ class Soak:
             problems.append(f"/metrics kept resolved conditions open: {self.stale_metrics}")
         if self.outage_seconds > 0 and "error" in self.outage:
             problems.append(f"monitor outage: {self.outage['error']}")
-        rss = _rss_summary(self.rss, self.warmup_seconds, self.rss_tolerance)
+        rss = _rss_summary(
+            self.rss, self.warmup_seconds, self.rss_tolerance, [c.quiet.start for c in self.cycles]
+        )
         for name, s in rss.items():
             for inc in s["incarnations"]:
                 if inc.get("flat") is False:
@@ -1140,8 +1143,6 @@ _ROUNDS = "kafka_replication_collector_rounds_total"
 #: The job has caught up when its newest telemetry is this fresh (the model's stale_after_ms
 #: is 15 s here).
 CAUGHT_UP_AGE_S = 10.0
-#: A Python process's warm-up: imports, first rounds.
-COLLECTOR_WARMUP_S = 60.0
 #: How long the killed collector stays down before its restart.
 COLLECTOR_DOWN_S = 5.0
 
@@ -1209,14 +1210,26 @@ def _cycle_json(c: Cycle) -> dict[str, Any]:
     }
 
 
-def _rss_summary(series: list[dict[str, Any]], warmup_s: float, tolerance: float) -> dict[str, Any]:
-    """Per component and process incarnation: min/max, and after the warm-up the growth from
-    the median of the first three samples to the median of the last three (judged when at
-    least six samples span two minutes after the warm-up). The warm-up is ``warmup_s`` for
-    the job (a JVM grows its heap for minutes) and at most a minute for the collector."""
+def _rss_summary(
+    series: list[dict[str, Any]],
+    warmup_s: float,
+    tolerance: float,
+    quiet_starts: list[float] | None = None,
+) -> dict[str, Any]:
+    """Per component and process incarnation: min/max, and the RSS growth over the part of
+    its run that is judged, from the median of its first samples to the median of its last
+    (up to three each, never the same ones):
+
+    - the collector (a Python process: warm after its imports and first rounds) from the
+      first quiet window that starts while it runs (``quiet_starts``). Every quiet window
+      starts with the stack healthy and caught up: the same point of the run on any
+      machine, however fast. The first collector runs from the stack's start into the
+      first fault at least, so it always has that point and the samples after it: judged
+      whenever two samples follow it.
+    - the job's process group (a JVM grows its heap for minutes) after ``warmup_s`` of its
+      run, when at least six samples span two minutes after that (the 30-minute soak)."""
     out: dict[str, Any] = {}
     for name in ("stream", "collector"):
-        warm = warmup_s if name == "stream" else min(warmup_s, COLLECTOR_WARMUP_S)
         by_pid: dict[int, list[tuple[float, float]]] = defaultdict(list)
         for s in series:
             if name in s:
@@ -1232,14 +1245,24 @@ def _rss_summary(series: list[dict[str, Any]], warmup_s: float, tolerance: float
                 "max_mb": max(v for _, v in points),
                 "growth": None,
             }
-            after = [(t, v) for t, v in points if t - start >= warm]
-            if len(after) >= 6 and after[-1][0] - after[0][0] >= 120:
-                first = statistics.median(v for _, v in after[:3])
-                last = statistics.median(v for _, v in after[-3:])
+            if name == "collector":
+                warm_at = next((q for q in sorted(quiet_starts or []) if q >= start), None)
+                after = [(t, v) for t, v in points if warm_at is not None and t >= warm_at]
+                judged = len(after) >= 2
+            else:
+                warm_at = start + warmup_s
+                after = [(t, v) for t, v in points if t >= warm_at]
+                judged = len(after) >= 6 and after[-1][0] - after[0][0] >= 120
+            if judged and warm_at is not None:
+                k = min(3, len(after) // 2)
+                first = statistics.median(v for _, v in after[:k])
+                last = statistics.median(v for _, v in after[-k:])
                 ts = [t for t, _ in after]
                 vs = [v for _, v in after]
                 slope = statistics.linear_regression(ts, vs).slope * 3600
                 inc.update(
+                    judged_from=round(warm_at, 1),
+                    judged_samples=len(after),
                     first_mb=first,
                     last_mb=last,
                     growth=round((last - first) / first, 4),
@@ -1289,7 +1312,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--warmup-seconds",
         type=float,
         default=300.0,
-        help="RSS warm-up of each run of the Spark job (300; the collector's: 60)",
+        help="RSS warm-up of each run of the Spark job (300); the collector's RSS is judged "
+        "from the first quiet window of its run",
     )
     p.add_argument(
         "--rss-tolerance",
