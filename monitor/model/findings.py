@@ -8,6 +8,8 @@ metric labels and runbook anchors use them verbatim.
 from __future__ import annotations
 
 import hashlib
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
 from typing import Any
@@ -132,6 +134,8 @@ class Finding:
         return f"broker {self.broker}" if self.broker is not None else f"cluster {self.cluster}"
 
     def to_dict(self) -> dict[str, Any]:
+        """The finding's one dict form: the findings topic's JSON, the store's row (with
+        ``details`` as JSON text there), ``--json`` output. :meth:`from_dict` reads it back."""
         return {
             "id": self.id,
             "kind": str(self.kind),
@@ -145,3 +149,28 @@ class Finding:
             "opened_at": self.opened_at,
             "details": self.details,
         }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Finding:
+        """From :meth:`to_dict`'s form (``details`` may be JSON text, as in the store).
+
+        >>> f = Finding(FindingKind.OFFLINE, FindingState.OPEN, Severity.CRITICAL, "c", "t",
+        ...             0, 5, 5, None, {"epoch": 3})
+        >>> Finding.from_dict(f.to_dict()) == f
+        True
+        """
+        details = d.get("details")
+        if isinstance(details, str):
+            details = json.loads(details) if details else {}
+        return cls(
+            FindingKind(d["kind"]),
+            FindingState(d["state"]),
+            Severity.parse(d["severity"]),
+            d["cluster"],
+            d.get("topic"),
+            None if d.get("partition") is None else int(d["partition"]),
+            int(d["at"]),
+            int(d["opened_at"]),
+            None if d.get("broker") is None else int(d["broker"]),
+            dict(details or {}),
+        )
