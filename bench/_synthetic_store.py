@@ -30,10 +30,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from monitor.events import parse_event, to_model
+from monitor.contract.events import parse_event, to_model
+from monitor.dev.testing import Timeline
 from monitor.model import ClusterModel, Finding, FindingKind, FindingState, Severity
 from monitor.model.state import TopicConfig
-from monitor.testing import Timeline
 from streaming.job import FINDING_DDL, STATE_DDL
 from streaming.operator import state_row
 

@@ -16,9 +16,9 @@ import time
 from bench.model_bench import machine
 from monitor.collector import Collector, CollectorConfig
 from monitor.collector.build import event_key
-from monitor.events import dumps
-from monitor.lab.admin import admin_client, create_topic
-from monitor.lab.cluster import Lab
+from monitor.contract.events import dumps
+from monitor.dev.lab.admin import admin_client, create_topic
+from monitor.dev.lab.cluster import Lab
 
 
 def cpu_s() -> float:

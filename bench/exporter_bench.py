@@ -16,10 +16,10 @@ import time
 from prometheus_client import CollectorRegistry, generate_latest
 
 from bench.model_bench import machine
-from monitor.events import to_model, validate_event
+from monitor.contract.events import to_model, validate_event
+from monitor.dev.synth import generate
 from monitor.exporter import ReplicationCollector, Snapshot
 from monitor.model import ClusterModel
-from monitor.synth import generate
 
 
 def main() -> None:

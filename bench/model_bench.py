@@ -18,11 +18,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from monitor.events import parse_event, to_model
+from monitor.contract.events import parse_event, to_model
+from monitor.dev.synth import generate
+from monitor.dev.testing import to_jsonl
 from monitor.model import ClusterModel
-from monitor.replay import replay
-from monitor.synth import generate
-from monitor.testing import to_jsonl
+from monitor.query.replay import replay
 
 
 def machine() -> str:

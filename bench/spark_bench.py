@@ -15,7 +15,7 @@ Modes (``--mode``):
   a pure Spark SQL stateful aggregation per partition (no validation, no model, no outputs):
   the least any design on this stack pays per event. Kafka as in ``kafka``.
 
-Events come from ``monitor.synth.generate`` (RF 3, one topic per 100 partitions). The first
+Events come from ``monitor.dev.synth.generate`` (RF 3, one topic per 100 partitions). The first
 batch (JIT warm-up, Python workers start, state creation) is reported separately; events/s
 is over the following batches.
 
@@ -122,7 +122,7 @@ class MemorySampler(threading.Thread):
 
 
 def _events(partitions: int, rounds: int, seed: int) -> list[bytes]:
-    from monitor.synth import generate
+    from monitor.dev.synth import generate
 
     return [
         json.dumps(e, separators=(",", ":")).encode()
@@ -328,13 +328,13 @@ def main(argv: list[str] | None = None) -> int:
         elif args.mode == "pipeline":
             job = start(spark, cfg, source=parquet_source(spark, str(raw)), write_kafka=False)
         else:
-            from monitor.lab.admin import create_topic
+            from monitor.dev.lab.admin import create_topic
             from tests.streaming.kafka_io import produce_events
 
             bootstrap = args.bootstrap
             if args.lab:
-                from monitor.lab.cluster import Lab
-                from monitor.lab.config import LabConfig
+                from monitor.dev.lab.cluster import Lab
+                from monitor.dev.lab.config import LabConfig
 
                 lab = Lab(LabConfig(dir=work / "lab", base_port=args.lab_port, heap="1g"))
                 lab.up()

@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from pyspark.sql import functions as F
 
-    from monitor.synth import generate
+    from monitor.dev.synth import generate
     from streaming import schema
     from streaming.job import build_operator_input
     from streaming.session import build_session

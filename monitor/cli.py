@@ -20,10 +20,10 @@ COMMAND_MODULES: tuple[str, ...] = (
     "monitor.collector.cli",
     "monitor.commands.runbook",
     "monitor.commands.dashboards",
-    "monitor.demo",
-    "monitor.soak",
+    "monitor.dev.demo",
+    "monitor.dev.soak",
     "streaming.cli",
-    "monitor.lab.cli",
+    "monitor.dev.lab.cli",
 )
 
 
@@ -39,10 +39,10 @@ COMMAND_OWNERS: dict[str, str] = {
         for name in ("status", "partitions", "explain", "lineage", "what-if", "audit")
     },
     "dashboards": "monitor.commands.dashboards",
-    "demo": "monitor.demo",
-    "soak": "monitor.soak",
+    "demo": "monitor.dev.demo",
+    "soak": "monitor.dev.soak",
     "stream": "streaming.cli",
-    "lab": "monitor.lab.cli",
+    "lab": "monitor.dev.lab.cli",
 }
 
 

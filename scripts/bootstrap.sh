@@ -38,7 +38,7 @@ else
   echo "==> virtualenv up to date"
 fi
 
-if [ "$want_jars" = 1 ] && .venv/bin/python -c "import monitor.lab.jars" 2>/dev/null; then
+if [ "$want_jars" = 1 ] && .venv/bin/python -c "import monitor.jars" 2>/dev/null; then
   step "resolving Maven jars"
   .venv/bin/monitor lab jars
 fi

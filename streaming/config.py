@@ -132,7 +132,7 @@ class StreamingConfig(BaseSettings):
     spark_conf: dict[str, str] = Field(default_factory=dict, description="extra Spark settings")
     jars: list[str] | None = Field(
         None,
-        description="jars for spark.jars; None resolves spark-sql-kafka with monitor.lab.jars, "
+        description="jars for spark.jars; None resolves spark-sql-kafka with monitor.jars, "
         "[] adds none (use --packages / a cluster that already has them)",
     )
 

@@ -558,14 +558,14 @@ def run(cfg: StreamingConfig, hooks: Sequence[Hook] = ()) -> int:
     """Run the job until stopped (or, with ``once``, until the source is drained).
 
     With ``cfg.metrics_port`` set, the driver also serves Prometheus ``/metrics``
-    (:mod:`streaming.exporter`), seeded from the state store and refreshed every batch.
+    (:mod:`monitor.exporter.job`), seeded from the state store and refreshed every batch.
     """
     from streaming.session import build_session, kafka_jars
 
     check_layout(cfg.checkpoint_location, cfg.buckets)  # before Spark (start() checks again)
     exporter = None
     if cfg.metrics_port is not None:
-        from streaming.exporter import JobExporter
+        from monitor.exporter.job import JobExporter
 
         exporter = JobExporter(
             cfg.store_location, cfg.metrics_host, cfg.metrics_port, cfg.per_partition

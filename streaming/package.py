@@ -18,6 +18,9 @@ import zipfile
 from pathlib import Path
 
 PACKAGES = ("monitor", "streaming")
+#: Never shipped to executors: the development package (lab, demo, soak, simulations)
+#: runs on a developer's machine only, and the runtime never imports it.
+LEFT_OUT = ("monitor/dev",)
 
 
 def build_pyfiles_zip(dest: str | Path) -> Path:
@@ -28,6 +31,9 @@ def build_pyfiles_zip(dest: str | Path) -> Path:
         for pkg in PACKAGES:
             for path in sorted((root / pkg).rglob("*")):
                 if "__pycache__" in path.parts or path.suffix in (".pyc", ".pyo"):
+                    continue
+                rel = path.relative_to(root).as_posix()
+                if any(rel == x or rel.startswith(x + "/") for x in LEFT_OUT):
                     continue
                 if path.is_file():
                     zf.write(path, path.relative_to(root))

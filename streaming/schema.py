@@ -1,4 +1,4 @@
-"""The event contract as Spark sees it, derived from :mod:`monitor.events` (one source of truth).
+"""The event contract as Spark sees it, derived from :mod:`monitor.contract.events`.
 
 Nothing here repeats a field name, a type, a range or a pattern of the contract: everything is
 read from the pydantic models at import time (``model_fields``: annotations, ``Ge``/``Le``,
@@ -9,7 +9,7 @@ read from the pydantic models at import time (``model_fields``: annotations, ``G
 * :func:`validate` — a pure Spark SQL projection that parses the raw Kafka value with
   ``try_parse_json`` (Spark's VARIANT type keeps JSON's own types, so ``"5"`` stays a string
   and ``true`` a boolean, which a typed ``from_json`` would silently coerce or null out) and
-  computes a ``reason`` in the wording of :class:`monitor.events.EventError` (``field:
+  computes a ``reason`` in the wording of :class:`monitor.contract.events.EventError` (``field:
   message``, several joined by ``; ``) — or null when the event is valid;
 * its hot path: a typed ``from_json`` (:data:`TYPED_STRUCT`) that accepts a record only when
   cheap checks (:func:`typed_ok_sql`) prove the typed reading cannot differ from pydantic's
@@ -57,7 +57,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from monitor import events as contract
+from monitor.contract import events as contract
 
 #: Spark settings the derived validation relies on (see the module docstring); checked by
 #: :func:`validate`.
@@ -71,7 +71,7 @@ REQUIRED_SPARK_CONF: dict[str, str] = {
 #: jiter's recursion limit: a value nested inside more than this many containers is rejected.
 JSON_MAX_DEPTH = 200
 
-#: How many field errors a reason lists before "... and N more" (as ``monitor.events``).
+#: How many field errors a reason lists before "... and N more" (as ``monitor.contract.events``).
 MAX_REASONS = 5
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1

@@ -76,6 +76,6 @@ def build_session(
 
 def kafka_jars() -> list[str]:
     """spark-sql-kafka and its dependencies, resolved by the lab's Maven jar sets."""
-    from monitor.lab.jars import spark_kafka_jars
+    from monitor.jars import spark_kafka_jars
 
     return [str(p) for p in spark_kafka_jars()]

@@ -20,11 +20,15 @@ from pathlib import Path
 
 import pytest
 
-from monitor.lab.admin import unfenced_brokers
-from monitor.lab.cluster import Lab, NodeStatus
-from monitor.lab.config import LabConfig
-from monitor.lab.ports import ephemeral_range, reserve_base_port
-from tests.lab.helpers import our_jvms
+from monitor.dev.lab.admin import unfenced_brokers
+from monitor.dev.lab.cluster import Lab, NodeStatus
+from monitor.dev.lab.config import LabConfig
+from monitor.dev.lab.ports import ephemeral_range, reserve_base_port
+from tests.dev.lab.helpers import our_jvms
+
+#: Fixtures shared by the packages' tests: the real Prometheus/Alertmanager binaries, the
+#: local SparkSession and the streaming tests' own lab.
+pytest_plugins = ["tests.promtools", "tests.spark_fixtures"]
 
 PINNED = "MONITOR_LAB_TEST_BASE_PORT" in os.environ
 TEST_BASE_PORT = int(os.environ.get("MONITOR_LAB_TEST_BASE_PORT", "29092"))

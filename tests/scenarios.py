@@ -1,6 +1,6 @@
 """The failure modes of ``shared/domain.md`` (and a healthy cluster) as event sequences.
 
-Each scenario builds a :class:`~monitor.testing.Timeline`; ``python -m tests.scenarios``
+Each scenario builds a :class:`~monitor.dev.testing.Timeline`; ``python -m tests.scenarios``
 writes them to ``tests/data/*.jsonl`` so a reader can ``monitor replay`` them (a test keeps
 the files in sync). Brokers are numbered; "A" and "B" of the seeds are brokers 1 and 2.
 """
@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from monitor.dev.testing import Timeline
 from monitor.model import Finding
-from monitor.testing import Timeline
 
 DATA = Path(__file__).parent / "data"
 SECOND = 1_000

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 from monitor.collector.admin import PartitionMetadata, TopicDurability
 from monitor.collector.jmx import BrokerScrape
-from monitor.events import BrokerEvent, PartitionEvent, ReplicaEvent, TopicConfigEvent
+from monitor.contract.events import BrokerEvent, PartitionEvent, ReplicaEvent, TopicConfigEvent
 
 AnyEvent = PartitionEvent | ReplicaEvent | TopicConfigEvent | BrokerEvent
 

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from monitor.collector.collector import Collector, RoundResult
 from monitor.collector.config import CollectorConfig
 from monitor.collector.security import KafkaConnectError
-from monitor.events import dumps
+from monitor.contract.events import dumps
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -28,7 +28,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "JSON), flags, or MONITOR_COLLECTOR_* environment variables.",
     )
     p.add_argument("--config", type=Path, help="TOML or JSON file with CollectorConfig keys")
-    p.add_argument("--lab", type=Path, metavar="DIR", help="collect from the lab in DIR")
+    p.add_argument(
+        "--lab", type=Path, metavar="DIR", help="collect from the lab in DIR (its collector.json)"
+    )
     p.add_argument("--bootstrap", help="bootstrap servers, host:port[,host:port]")
     p.add_argument(
         "--jmx",
@@ -54,20 +56,14 @@ def build_config(args: argparse.Namespace) -> CollectorConfig:
         text = args.config.read_text()
         data = tomllib.loads(text) if args.config.suffix == ".toml" else json.loads(text)
     if args.lab is not None:
-        from monitor.lab.cluster import Lab
-
-        lab = Lab.load(args.lab, progress=None)
-        data.setdefault("cluster", "lab")
-        data.setdefault("kafka", {})["bootstrap_servers"] = lab.config.bootstrap_servers
-        if lab.config.secured:  # through the lab's SECURE listener, secrets from its files
-            from monitor.lab.security import collector_kafka_settings
-
-            data["kafka"].update(
-                collector_kafka_settings(
-                    lab.config.dir, lab.config.security, lab.config.secure_bootstrap_servers
-                )
-            )
-        data["jmx_urls"] = lab.jmx_urls
+        # The lab writes this file when it starts (``monitor lab up``): every broker, its
+        # exporters and, on a secured lab, its secure listener with secrets as files.
+        lab_file = args.lab / "collector.json"
+        if not lab_file.is_file():
+            raise ValueError(f"--lab {args.lab}: no {lab_file.name} there (run `monitor lab up`)")
+        lab = json.loads(lab_file.read_text())
+        data.setdefault("cluster", lab.pop("cluster"))
+        data.update(lab)
     if args.bootstrap:
         data.setdefault("kafka", {})["bootstrap_servers"] = args.bootstrap
     for item in args.jmx:

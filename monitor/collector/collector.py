@@ -31,7 +31,7 @@ from monitor.collector.admin import (
 )
 from monitor.collector.config import CollectorConfig
 from monitor.collector.security import explain_connect_failure, install_redaction
-from monitor.events import dumps
+from monitor.contract.events import dumps
 
 log = logging.getLogger("monitor.collector")
 

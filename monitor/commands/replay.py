@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from typing import IO
 
 from monitor.model import ClusterModel, Finding, ModelConfig
-from monitor.render import FINDING_HEADER, finding_row
-from monitor.replay import replay
+from monitor.query.render import FINDING_HEADER, finding_row
+from monitor.query.replay import replay
 
 
 def add_model_options(p: argparse.ArgumentParser) -> None:
@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     with stream:
         stats = replay(_lines(stream), ClusterModel(config), on_finding, on_reject, args.tick_ms)
     if args.format == "table":
-        from monitor.render import table
+        from monitor.query.render import table
 
         print(table(rows, FINDING_HEADER) if rows else "no findings")
     print(stats.summary(), file=sys.stderr)

@@ -1,6 +1,6 @@
 """The on-call runbook's commands: status, partitions, explain, lineage, what-if, audit.
 
-Each reads a :mod:`state source <monitor.sources>`: ``--store DIR`` (the Spark job's
+Each reads a :mod:`state source <monitor.query.sources>`: ``--store DIR`` (the Spark job's
 Parquet state store, queried with DuckDB; default ``$MONITOR_STORE``) or ``--events FILE``
 (the model replayed over a captured events file), and prints a table for people or
 ``--json`` for scripts. Errors (missing or empty store, unknown partition, unreachable
@@ -20,11 +20,11 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from monitor.contract.views import PartitionView
 from monitor.model import Finding, FindingKind, FindingState, Severity
-from monitor.queries import Outcome, audit, what_if
-from monitor.render import iso, summary, table
-from monitor.sources import ReplaySource, SourceError, StateSource
-from monitor.views import PartitionView
+from monitor.query.questions import Outcome, audit, what_if
+from monitor.query.render import iso, summary, table
+from monitor.query.sources import ReplaySource, SourceError, StateSource
 
 _COLOURS = {"critical": "31;1", "warning": "33", "info": "36"}
 
@@ -44,7 +44,7 @@ def _source(args: argparse.Namespace) -> StateSource:
             "no state to read: give --store DIR (the streaming job's state store, or set "
             "MONITOR_STORE) or --events FILE (a captured events file)"
         )
-    from monitor.store_source import StoreSource
+    from monitor.query.store import StoreSource
 
     return StoreSource(store, cluster=args.cluster)
 
@@ -173,7 +173,7 @@ def run_status(args: argparse.Namespace) -> int:
     now = time.time()
     alerts = None
     if args.prometheus:
-        from monitor.store_source import prometheus_alerts
+        from monitor.query.store import prometheus_alerts
 
         alerts = prometheus_alerts(args.prometheus)
     telemetry_age = now - fresh.newest_observed_at / 1000 if fresh.newest_observed_at >= 0 else None
@@ -407,7 +407,7 @@ def run_explain(args: argparse.Namespace) -> int:
     findings = src.findings(args.topic, args.partition, since)
     hist = src.history(args.topic, args.partition, since)
     if args.plot:
-        from monitor.plot import plot_watermarks
+        from monitor.query.plot import plot_watermarks
 
         try:
             plot_watermarks(v, hist, findings, Path(args.plot))

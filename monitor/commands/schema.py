@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from monitor.events import json_schema
+from monitor.contract.events import json_schema
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

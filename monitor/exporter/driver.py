@@ -19,9 +19,9 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
+from monitor.contract.views import OpenView, PartitionView, ReplicaView
 from monitor.exporter.snapshot import BrokerView, Snapshot
 from monitor.model import Finding, FindingKind, FindingState, Severity
-from monitor.views import OpenView, PartitionView, ReplicaView
 
 _SEV = {"info": 0, "warning": 1, "critical": 2}
 

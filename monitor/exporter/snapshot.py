@@ -9,8 +9,8 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from monitor.contract.views import OpenView, PartitionView, open_view, partition_view
 from monitor.model import ClusterModel, Finding, FindingState
-from monitor.views import OpenView, PartitionView, open_view, partition_view
 
 PKey = tuple[str, str, int]
 

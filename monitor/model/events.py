@@ -1,6 +1,6 @@
 """The model's view of telemetry: plain, immutable records (no validation here).
 
-The wire contract with validation lives in :mod:`monitor.events`; adapters convert from
+The wire contract with validation lives in :mod:`monitor.contract.events`; adapters convert from
 it (or, in the Spark job, straight from already-typed rows) to these records. Times are
 integer milliseconds since the Unix epoch, taken from the events themselves.
 """

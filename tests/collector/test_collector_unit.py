@@ -17,7 +17,7 @@ from monitor.collector.build import (
 )
 from monitor.collector.config import CollectorConfig, KafkaClientSettings
 from monitor.collector.jmx import JmxNames, parse
-from monitor.events import dumps, parse_event
+from monitor.contract.events import dumps, parse_event
 
 PAGE = """\
 # HELP kafka_log_log_end_offset Log end offset
@@ -160,7 +160,7 @@ def test_a_round_without_metadata_keeps_filtering_by_the_last_topics(
     broker-internal logs through as partitions: found by the soak, where KRaft's
     ``__cluster_metadata`` opened a stale_telemetry that never resolved."""
     from monitor.collector.admin import Reads
-    from monitor.events import ReplicaEvent
+    from monitor.contract.events import ReplicaEvent
 
     page = PAGE + 'kafka_log_log_end_offset{partition="0",topic="__cluster_metadata"} 9.0\n'
     rounds = iter([True, False])
@@ -188,7 +188,7 @@ def test_a_rounds_jmx_samples_share_one_stamp(monkeypatch: pytest.MonkeyPatch) -
     later time than its follower's fresher one, and the model saw the follower "ahead" (a
     false log_divergence). Every JMX sample of a round now carries the round's start, however
     long each broker takes to answer."""
-    from monitor.events import BrokerEvent, ReplicaEvent
+    from monitor.contract.events import BrokerEvent, ReplicaEvent
 
     ticks = iter(range(1_000, 100_000, 7))  # every clock read is later than the one before
     c = _offline_collector(monkeypatch, PAGE, brokers=3, clock=lambda: next(ticks))

@@ -16,11 +16,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from dashboards.feed import IncidentFeed, replayed_prometheus
 from dashboards.generate import expressions, load
-from dashboards.render import Window, expand, label_values_as_promql, query_range
-from monitor.ops.prom import PrometheusProcess
-from tests.prometheus.test_runbook_live import matcher_problems
+from monitor.dev.feed import IncidentFeed, replayed_prometheus
+from monitor.dev.panels import Window, expand, label_values_as_promql, query_range
+from monitor.dev.processes.prom import PrometheusProcess
+from tests.deploy.test_runbook_live import matcher_problems
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.timeout(300)]
 

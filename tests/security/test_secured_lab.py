@@ -3,7 +3,7 @@
 One module-scoped, one-broker lab per security mode (``sasl_ssl``, then ``mtls``; pytest
 runs every test of one mode before starting the next lab). For each mode, one run:
 
-1. the collector (settings from ``monitor.lab.security.collector_kafka_settings``: secrets
+1. the collector (settings from ``monitor.dev.lab.security.collector_kafka_settings``: secrets
    as *files*) publishes two rounds to the events topic over the ``SECURE`` listener, with
    its /metrics served and every log record (kafka-python's DEBUG included) captured;
 2. one malformed record goes to the events topic (so the dead-letter topic has content);
@@ -43,11 +43,11 @@ from kafka.errors import KafkaTimeoutError
 
 from monitor.collector import Collector, CollectorConfig, KafkaClientSettings
 from monitor.collector.security import REDACTED, KafkaConnectError
-from monitor.lab import security
-from monitor.lab.admin import create_topic
-from monitor.lab.cluster import Lab
-from monitor.lab.config import LabConfig
-from monitor.lab.ports import reserve_base_port
+from monitor.dev.lab import security
+from monitor.dev.lab.admin import create_topic
+from monitor.dev.lab.cluster import Lab
+from monitor.dev.lab.config import LabConfig
+from monitor.dev.lab.ports import reserve_base_port
 
 pytestmark = [pytest.mark.lab, pytest.mark.spark]
 

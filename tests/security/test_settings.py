@@ -17,8 +17,8 @@ from pydantic import ValidationError
 
 from monitor.collector.config import CollectorConfig, KafkaClientSettings
 from monitor.collector.security import REDACTED, install_redaction, probe
-from monitor.lab import security
-from monitor.lab.config import LabConfig, broker_properties
+from monitor.dev.lab import security
+from monitor.dev.lab.config import LabConfig, broker_properties
 from streaming.config import StreamingConfig, load_config
 
 SECRET = "Distinctive-Secret-7f3a9c"

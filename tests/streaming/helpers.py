@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from monitor.model import ClusterModel, Finding, ModelConfig
-from monitor.replay import replay
+from monitor.query.replay import replay
 
 
 def write_batches(folder: Path, batches: Sequence[Sequence[bytes]], topic: str = "events") -> None:
@@ -79,12 +79,12 @@ def run_to_idle(job: Any, timeout_s: float = 300.0) -> None:
 
 
 def event_driven(records: Sequence[bytes], config: ModelConfig) -> list[Finding]:
-    """``monitor.replay.replay``'s findings without those of its final tick.
+    """``monitor.query.replay.replay``'s findings without those of its final tick.
 
     The final tick's findings are found by applying the same events to a second model and
     ticking it once at the same instant.
     """
-    from monitor.events import parse_event, to_model
+    from monitor.contract.events import parse_event, to_model
 
     found = replay_ids(records, config)
     model = ClusterModel(config)

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from monitor.ops.prom import free_port
+from monitor.dev.processes.prom import free_port
+from monitor.exporter.job import JobExporter
 from streaming.config import StreamingConfig
-from streaming.exporter import JobExporter
 from streaming.job import BatchOutput, parquet_source, start
 from tests.scenarios import SCENARIOS
 from tests.streaming.helpers import renamed, run_to_idle, split, write_batches

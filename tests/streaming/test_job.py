@@ -1,4 +1,4 @@
-"""The stateful job over the seed scenarios equals ``monitor.replay``: it is wiring, not rules.
+"""The stateful job over the seed scenarios equals the replay: it is wiring, not rules.
 
 Each scenario becomes its own cluster (the files all say "lab"), is split into several
 micro-batches (so state crosses batches), and runs through the whole job — derived
@@ -100,7 +100,7 @@ def test_job_equals_replay_on_seed_scenarios(spark: Any, tmp_path: Path, buckets
 
 def test_silence_opens_stale_telemetry_without_new_events(spark: Any, tmp_path: Path) -> None:
     """The processing-time timer ticks buckets that receive nothing: silence is a finding."""
-    from monitor.testing import Timeline
+    from monitor.dev.testing import Timeline
 
     now = int(time.time() * 1000)
     tl = Timeline(cluster="quiet", topic="q", start=now)
@@ -144,7 +144,7 @@ def test_silence_opens_stale_telemetry_without_new_events(spark: Any, tmp_path: 
 
 def test_late_and_duplicate_events_change_nothing(spark: Any, tmp_path: Path) -> None:
     """A batch of duplicates and of older (late) samples produces no finding and no state."""
-    from monitor.testing import Timeline
+    from monitor.dev.testing import Timeline
 
     tl = Timeline(cluster="dup", topic="d")
     tl.config(rf=3, min_isr=2)

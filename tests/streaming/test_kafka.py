@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from monitor.events import parse_event
+from monitor.contract.events import parse_event
 from monitor.model import ModelConfig
 from streaming.config import StreamingConfig
 from streaming.job import start

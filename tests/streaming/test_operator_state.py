@@ -21,9 +21,9 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from monitor.events import parse_event, to_model
+from monitor.contract.events import parse_event, to_model
+from monitor.dev.synth import generate
 from monitor.model import ClusterModel, ModelConfig
-from monitor.synth import generate
 from streaming import operator as op
 from tests.scenarios import SCENARIOS
 from tests.streaming.helpers import renamed

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from monitor.synth import generate
+from monitor.dev.synth import generate
 from streaming.job import start
 from streaming.store import current_state
 from tests.streaming.kafka_io import (
@@ -92,7 +92,7 @@ def _state(store: Path) -> dict[tuple[str, str, int], dict[str, Any]]:
 def test_sigkill_and_restart_loses_nothing(
     spark: Any, kafka_lab: Any, topics: dict[str, str], tmp_path: Path
 ) -> None:
-    from monitor.lab.admin import create_topic
+    from monitor.dev.lab.admin import create_topic
 
     bootstrap = kafka_lab.bootstrap_servers
     events = [

@@ -118,7 +118,7 @@ def test_the_exporter_keeps_the_later_row_of_a_batch() -> None:
 
 
 def test_the_exporter_seeded_from_the_store_agrees(tmp_path: Path) -> None:
-    from streaming.exporter import JobExporter
+    from monitor.exporter.job import JobExporter
 
     exp = JobExporter(str(_store(tmp_path)), port=0)
     assert exp.seed() == 1

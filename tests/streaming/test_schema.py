@@ -1,6 +1,6 @@
-"""The Spark schema and SQL validation derived from ``monitor.events`` agree with pydantic.
+"""The Spark schema and SQL validation derived from ``monitor.contract.events`` agree with pydantic.
 
-pydantic (``monitor.events.parse_event``) is the contract; ``streaming.schema.validate`` is
+pydantic (``monitor.contract.events.parse_event``) is the contract; ``streaming.schema.validate`` is
 its translation into Spark SQL. Every record here — the seed scenario files, hand-picked
 hostile records and about 1,800 hypothesis-generated mutations of valid events
 (derandomized: the same ones on every run) — must get the same verdict from both, the
@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
-from monitor.events import parse_event
+from monitor.contract.events import parse_event
 from streaming import schema as S
 
 pytestmark = pytest.mark.spark

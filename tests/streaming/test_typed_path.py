@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from monitor.events import parse_event
+from monitor.contract.events import parse_event
 from streaming import schema as S
 from tests.streaming.test_schema import (
     BROKER,
@@ -247,7 +247,7 @@ def test_variant_only_records_still_accepted(spark: Any) -> None:
 
 def test_scenario_and_synthetic_records_take_the_typed_path(spark: Any) -> None:
     """What the collector and the generator write is accepted on the typed path, all of it."""
-    from monitor.synth import generate
+    from monitor.dev.synth import generate
 
     synth = [_dump(e) for e in generate(300, 2, fault_rate=0.01, seed=3)]
     records = _scenario_records() + synth

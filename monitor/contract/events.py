@@ -1,0 +1,249 @@
+"""The telemetry event contract, schema version 1 (see ``docs/events.md``).
+
+One JSON object per Kafka record, or per line of a file. Every event has
+``schema_version`` (1), ``kind``, ``cluster`` and ``observed_at`` (integer milliseconds
+since the Unix epoch, UTC). Unknown fields are ignored, so producers may add fields without
+breaking older consumers; a missing required field or a wrong type rejects the event with
+a reason naming the field. Types are strict: ``"5"`` is not an integer and ``1`` is not a
+boolean.
+
+>>> parse_event(b'{"schema_version":1,"kind":"broker","cluster":"c","observed_at":5,'
+...             b'"broker":1,"alive":true}').broker
+1
+>>> parse_event(b'{"schema_version":1,"kind":"broker","cluster":"c","observed_at":5}')
+Traceback (most recent call last):
+...
+monitor.contract.events.EventError: broker: field required; alive: field required
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from monitor.model.events import (
+    BrokerReport,
+    ModelEvent,
+    PartitionMeta,
+    ReplicaReport,
+    TopicConfigReport,
+)
+
+SCHEMA_VERSION = 1
+INT64_MAX = 2**63 - 1
+INT32_MAX = 2**31 - 1
+
+Offset = Annotated[int, Field(ge=0, le=INT64_MAX)]
+BrokerId = Annotated[int, Field(ge=0, le=INT32_MAX)]
+Millis = Annotated[int, Field(ge=0, le=INT64_MAX, description="ms since the Unix epoch, UTC")]
+# Kafka's legal topic names: at most 249 of [a-zA-Z0-9._-].
+TopicName = Annotated[str, Field(min_length=1, max_length=249, pattern=r"^[a-zA-Z0-9._-]+$")]
+ClusterName = Annotated[str, Field(min_length=1, max_length=256)]
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(strict=True, extra="ignore", frozen=True)
+
+    schema_version: Literal[1] = Field(description="Contract version; this is version 1.")
+    cluster: ClusterName = Field(description="Name of the Kafka cluster the event is about.")
+    observed_at: Millis = Field(description="When the collector observed this, in ms UTC.")
+
+
+class PartitionEvent(_Event):
+    """The controller's metadata view of one partition."""
+
+    kind: Literal["partition"]
+    topic: TopicName
+    partition: Annotated[int, Field(ge=0, le=INT32_MAX)]
+    leader: BrokerId | None = Field(
+        default=None, description="Leader broker id; null or absent when offline."
+    )
+    leader_epoch: Annotated[int, Field(ge=0, le=INT32_MAX)]
+    replicas: list[BrokerId] = Field(max_length=1024, description="Assigned replicas, in order.")
+    isr: list[BrokerId] = Field(max_length=1024)
+    offline_replicas: list[BrokerId] = Field(default_factory=list, max_length=1024)
+    eligible_leader_replicas: list[BrokerId] | None = Field(default=None, max_length=1024)
+    high_watermark: Offset | None = Field(default=None, description="The leader's HW.")
+    log_start_offset: Offset | None = None
+    epoch_start_offset: Offset | None = Field(
+        default=None,
+        description="Start offset of the current leader epoch in the leader's leader-epoch "
+        "cache (OffsetsForLeaderEpoch): the new leader's log end at its election. Sent once "
+        "per epoch.",
+    )
+
+
+class ReplicaEvent(_Event):
+    """One broker's view of its own replica of a partition."""
+
+    kind: Literal["replica"]
+    topic: TopicName
+    partition: Annotated[int, Field(ge=0, le=INT32_MAX)]
+    broker: BrokerId
+    log_end_offset: Offset
+    log_start_offset: Offset | None = None
+    high_watermark: Offset | None = None
+    fetch_lag: Offset | None = None
+
+
+class TopicConfigEvent(_Event):
+    """A topic's durability configuration, with broker defaults resolved."""
+
+    kind: Literal["topic_config"]
+    topic: TopicName
+    replication_factor: Annotated[int, Field(ge=1, le=1024)]
+    min_insync_replicas: Annotated[int, Field(ge=1, le=1024)]
+    unclean_leader_election_enable: bool
+
+
+class BrokerEvent(_Event):
+    """Whether a broker answered the collector, with counters as the broker reports them."""
+
+    kind: Literal["broker"]
+    broker: BrokerId
+    alive: bool
+    unclean_elections_total: Offset | None = None
+    isr_shrinks_total: Offset | None = None
+    isr_expands_total: Offset | None = None
+    under_replicated_partitions: Offset | None = None
+    active_controller: bool | None = None
+
+
+Event = Annotated[
+    PartitionEvent | ReplicaEvent | TopicConfigEvent | BrokerEvent,
+    Field(discriminator="kind"),
+]
+EVENT_ADAPTER: TypeAdapter[PartitionEvent | ReplicaEvent | TopicConfigEvent | BrokerEvent] = (
+    TypeAdapter(Event)
+)
+KINDS = ("partition", "replica", "topic_config", "broker")
+
+
+class EventError(ValueError):
+    """An event that breaks the contract; ``str()`` names the field(s) and the problem."""
+
+
+def _reason(err: ValidationError) -> str:
+    parts = []
+    for e in err.errors(include_url=False)[:5]:
+        loc = [str(x) for x in e["loc"]]
+        # Drop the union tag pydantic puts first ("partition", "replica", ...).
+        if loc and loc[0] in KINDS:
+            loc = loc[1:]
+        where = ".".join(loc) or "event"
+        msg = e["msg"]
+        if e["type"] == "missing":
+            msg = "field required"
+        elif e["type"] == "union_tag_invalid":
+            msg = (
+                f"unknown kind {e['input'].get('kind')!r}"
+                if isinstance(e.get("input"), dict)
+                else msg
+            )
+            where = "kind"
+        elif e["type"] == "union_tag_not_found":
+            where, msg = "kind", "field required"
+        elif e["type"] == "literal_error" and where == "schema_version":
+            msg = f"unsupported schema_version {e['input']!r} (this reader knows 1)"
+        parts.append(f"{where}: {msg}")
+    if len(err.errors()) > 5:
+        parts.append(f"... and {len(err.errors()) - 5} more")
+    return "; ".join(parts)
+
+
+def parse_event(raw: bytes | str) -> PartitionEvent | ReplicaEvent | TopicConfigEvent | BrokerEvent:
+    """Parse and validate one JSON event. Raises :class:`EventError` with a readable reason."""
+    if isinstance(raw, bytes):
+        try:
+            raw = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise EventError(f"not UTF-8: {e.reason} at byte {e.start}") from None
+    if not raw.strip():
+        raise EventError("empty record")
+    try:
+        return EVENT_ADAPTER.validate_json(raw)
+    except ValidationError as e:
+        if e.errors() and e.errors()[0]["type"] == "json_invalid":
+            raise EventError(f"invalid JSON: {e.errors()[0]['msg']}") from None
+        if e.errors() and e.errors()[0]["type"] in ("model_attributes_type", "model_type"):
+            raise EventError("not a JSON object") from None
+        raise EventError(_reason(e)) from None
+
+
+def validate_event(
+    data: dict[str, Any],
+) -> PartitionEvent | ReplicaEvent | TopicConfigEvent | BrokerEvent:
+    """Validate an already-decoded event (the collector's side of the contract)."""
+    try:
+        return EVENT_ADAPTER.validate_python(data)
+    except ValidationError as e:
+        raise EventError(_reason(e)) from None
+
+
+def to_model(
+    ev: PartitionEvent | ReplicaEvent | TopicConfigEvent | BrokerEvent,
+) -> ModelEvent:
+    """Convert a validated contract event to the model's plain record."""
+    if isinstance(ev, PartitionEvent):
+        return PartitionMeta(
+            ev.cluster,
+            ev.observed_at,
+            ev.topic,
+            ev.partition,
+            ev.leader,
+            ev.leader_epoch,
+            tuple(ev.replicas),
+            tuple(ev.isr),
+            tuple(ev.offline_replicas),
+            tuple(ev.eligible_leader_replicas) if ev.eligible_leader_replicas is not None else None,
+            ev.high_watermark,
+            ev.log_start_offset,
+            ev.epoch_start_offset,
+        )
+    if isinstance(ev, ReplicaEvent):
+        return ReplicaReport(
+            ev.cluster,
+            ev.observed_at,
+            ev.topic,
+            ev.partition,
+            ev.broker,
+            ev.log_end_offset,
+            ev.log_start_offset,
+            ev.high_watermark,
+            ev.fetch_lag,
+        )
+    if isinstance(ev, TopicConfigEvent):
+        return TopicConfigReport(
+            ev.cluster,
+            ev.observed_at,
+            ev.topic,
+            ev.replication_factor,
+            ev.min_insync_replicas,
+            ev.unclean_leader_election_enable,
+        )
+    return BrokerReport(
+        ev.cluster,
+        ev.observed_at,
+        ev.broker,
+        ev.alive,
+        ev.unclean_elections_total,
+        ev.isr_shrinks_total,
+        ev.isr_expands_total,
+        ev.under_replicated_partitions,
+        ev.active_controller,
+    )
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of the contract (printed by ``monitor schema``)."""
+    schema = EVENT_ADAPTER.json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = f"Kafka replication monitor telemetry event, schema version {SCHEMA_VERSION}"
+    return schema
+
+
+def dumps(ev: BaseModel) -> str:
+    """Serialise an event compactly, without nulls (what the collector produces)."""
+    return json.dumps(ev.model_dump(exclude_none=True), separators=(",", ":"))

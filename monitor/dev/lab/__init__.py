@@ -1,0 +1,19 @@
+"""The lab: a real local 3-node Kafka 4.x KRaft cluster with fault injection (docs/lab.md).
+
+Public API::
+
+    from monitor.dev.lab import Lab, LabConfig
+    with Lab(LabConfig(dir=..., base_port=29092)) as lab:
+        lab.pause(3); lab.resume(3); lab.kill(1); lab.start(1)
+        lab.bootstrap_servers, lab.jmx_urls
+
+Helpers live in the submodules: ``jars`` (Maven jar sets), ``admin`` (typed kafka-python
+wrappers), ``load`` (acknowledged-produce log and loss verification), ``metrics`` (exporter
+scraping), ``ports`` (free port blocks for parallel test sessions).
+"""
+
+from monitor.dev.lab.cluster import Lab, LabState, NodeInfo, NodeStatus
+from monitor.dev.lab.config import LabConfig
+from monitor.dev.lab.errors import LabError
+
+__all__ = ["Lab", "LabConfig", "LabError", "LabState", "NodeInfo", "NodeStatus"]

@@ -1,0 +1,251 @@
+"""Thin, typed wrappers around kafka-python's admin client for the lab's needs.
+
+kafka-python is untyped; everything it returns is converted here into small frozen
+dataclasses, so callers (the CLI, the tests, other stages) get types mypy can check and
+one place documents the kafka-python 3.x quirks:
+
+* ``describe_topics`` is a MetadataRequest; the version kafka-python negotiates with a
+  4.x broker carries ``leader_epoch`` per partition, so no raw protocol call is needed.
+* ``describe_cluster`` asks for fenced brokers too and flags them ``is_fenced``; a broker
+  that was just restarted is listed (fenced) before it can serve — filter on the flag.
+* ELR / last-known-ELR are only in ``describe_topic_partitions`` (DescribeTopicPartitions,
+  KIP-966), not in Metadata.
+* ``elect_leaders(1, ...)`` (UNCLEAN) raises on per-partition errors but silently ignores
+  ELECTION_NOT_NEEDED; the result is re-checked by describing the partition afterwards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import kafka.errors as Errors
+from kafka import KafkaAdminClient, TopicPartition
+from kafka.admin import OffsetSpec
+
+from monitor.dev.lab.errors import LabError
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    """Leader, epoch and replica sets of one partition, as the cluster reports them."""
+
+    topic: str
+    partition: int
+    leader: int  # -1 when offline
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    offline: tuple[int, ...]
+    elr: tuple[int, ...] | None = None  # None: not asked for / not available
+    last_known_elr: tuple[int, ...] | None = None
+
+
+@contextlib.contextmanager
+def admin_client(bootstrap_servers: str, timeout_s: float = 10.0) -> Iterator[Any]:
+    """A KafkaAdminClient that is always closed (its network thread would linger)."""
+    client = KafkaAdminClient(
+        bootstrap_servers=bootstrap_servers,
+        client_id="monitor-lab",
+        request_timeout_ms=int(timeout_s * 1000),
+        bootstrap_timeout_ms=int(timeout_s * 1000),
+        reconnect_backoff_max_ms=1000,
+    )
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+def unfenced_brokers(bootstrap_servers: str, timeout_s: float = 5.0) -> set[int]:
+    """Ids of the brokers registered and unfenced in the cluster metadata."""
+    with admin_client(bootstrap_servers, timeout_s) as admin:
+        cluster = admin.describe_cluster()
+    return {int(b["broker_id"]) for b in cluster["brokers"] if not b.get("is_fenced", False)}
+
+
+def create_topic(
+    bootstrap_servers: str,
+    name: str,
+    *,
+    partitions: int = 1,
+    replication_factor: int = 3,
+    min_insync_replicas: int = 2,
+    unclean_leader_election: bool = False,
+    assignments: Mapping[int, list[int]] | None = None,
+    extra_configs: Mapping[str, str] | None = None,
+    timeout_s: float = 30.0,
+) -> list[PartitionState]:
+    """Create a topic and wait until every partition has a leader and a full ISR.
+
+    ``assignments`` pins replicas (``{partition: [leader-first broker ids]}``) so a
+    scenario knows in advance which broker leads and which follows.
+    """
+    configs = {
+        "min.insync.replicas": str(min_insync_replicas),
+        "unclean.leader.election.enable": "true" if unclean_leader_election else "false",
+        **(extra_configs or {}),
+    }
+    spec: dict[str, Any] = {"configs": configs}
+    if assignments:
+        spec["assignments"] = {int(p): list(r) for p, r in assignments.items()}
+    else:
+        spec["num_partitions"] = partitions
+        spec["replication_factor"] = replication_factor
+    with admin_client(bootstrap_servers, timeout_s) as admin:
+        admin.create_topics({name: spec}, timeout_ms=int(timeout_s * 1000))
+    expected = len(assignments) if assignments else partitions
+    return wait_for_partitions(
+        bootstrap_servers,
+        name,
+        lambda ps: (
+            len(ps) == expected and all(p.leader >= 0 and set(p.isr) == set(p.replicas) for p in ps)
+        ),
+        timeout_s=timeout_s,
+        what="all partitions led with a full ISR",
+    )
+
+
+def _tuple(values: Any) -> tuple[int, ...]:
+    return tuple(int(v) for v in (values or ()))
+
+
+def describe_topic(
+    bootstrap_servers: str, topic: str, *, with_elr: bool = False, timeout_s: float = 10.0
+) -> list[PartitionState]:
+    """Partitions of ``topic`` sorted by id (empty list if the topic does not exist)."""
+    with admin_client(bootstrap_servers, timeout_s) as admin:
+        topics = admin.describe_topics([topic])
+        elr: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = {}
+        if with_elr:
+            described = admin.describe_topic_partitions([topic])
+            for entry in described["topics"]:
+                for p in entry["partitions"]:
+                    elr[int(p["partition_index"])] = (
+                        _tuple(p.get("eligible_leader_replicas")),
+                        _tuple(p.get("last_known_elr")),
+                    )
+    out: list[PartitionState] = []
+    for entry in topics:
+        if entry.get("name") != topic or entry.get("error_code", 0) not in (0, None):
+            continue
+        for p in entry["partitions"]:
+            index = int(p["partition_index"])
+            e = elr.get(index)
+            out.append(
+                PartitionState(
+                    topic=topic,
+                    partition=index,
+                    leader=int(p["leader_id"]),
+                    leader_epoch=int(p.get("leader_epoch", -1)),
+                    replicas=_tuple(p["replica_nodes"]),
+                    isr=_tuple(p["isr_nodes"]),
+                    offline=_tuple(p.get("offline_replicas")),
+                    elr=e[0] if e else None,
+                    last_known_elr=e[1] if e else None,
+                )
+            )
+    return sorted(out, key=lambda s: s.partition)
+
+
+def wait_for_partitions(
+    bootstrap_servers: str,
+    topic: str,
+    predicate: Any,
+    *,
+    timeout_s: float,
+    what: str,
+    with_elr: bool = False,
+    poll_s: float = 0.25,
+) -> list[PartitionState]:
+    """Poll ``describe_topic`` until ``predicate(states)`` holds; LabError on timeout."""
+    deadline = time.monotonic() + timeout_s
+    last: list[PartitionState] = []
+    while True:
+        try:
+            last = describe_topic(bootstrap_servers, topic, with_elr=with_elr)
+            if predicate(last):
+                return last
+        except LabError:
+            raise
+        except Exception as exc:  # transient: leader moving, broker restarting
+            _log.debug("describe %s failed: %s", topic, exc)
+        if time.monotonic() >= deadline:
+            raise LabError(
+                f"timed out after {timeout_s:.0f}s waiting for {topic}: {what}; last {last}"
+            )
+        time.sleep(poll_s)
+
+
+def elect_leader(
+    bootstrap_servers: str,
+    topic: str | None,
+    partition: int | None,
+    *,
+    unclean: bool,
+    timeout_s: float = 30.0,
+) -> None:
+    """ElectLeaders (KIP-460): UNCLEAN elects any live replica when no ISR/ELR member can
+    lead; PREFERRED moves leadership back to the first replica. ``partition=None`` means
+    every partition of the topic, ``topic=None`` every partition of the cluster.
+
+    A preferred leader that has just rejoined the ISR may not be electable yet (the
+    controller answers PREFERRED_LEADER_NOT_AVAILABLE until it has unfenced the broker):
+    that answer is retried until ``timeout_s``."""
+    election_type = 1 if unclean else 0
+    targets: dict[str, list[int]] | list[str] | None
+    if topic is None:
+        targets = None
+    elif partition is None:
+        targets = [topic]
+    else:
+        targets = {topic: [partition]}
+    deadline = time.monotonic() + timeout_s
+    with admin_client(bootstrap_servers, timeout_s) as admin:
+        while True:
+            try:
+                admin.elect_leaders(election_type, targets, timeout_ms=int(timeout_s * 1000))
+                return
+            except Errors.PreferredLeaderNotAvailableError as exc:
+                if time.monotonic() < deadline:
+                    time.sleep(1)
+                    continue
+                error: Exception = exc
+            except Exception as exc:
+                error = exc
+            kind = "unclean" if unclean else "preferred"
+            raise LabError(f"{kind} election for {topic}-{partition} failed: {error!r}") from error
+
+
+_RETRIABLE_OFFSET_ERRORS = (
+    Errors.OffsetNotAvailableError,  # new leader has not established its HW yet (KIP-207)
+    Errors.LeaderNotAvailableError,
+    Errors.NotLeaderForPartitionError,
+    Errors.UnknownTopicOrPartitionError,
+)
+
+
+def end_offsets(bootstrap_servers: str, topic: str, timeout_s: float = 20.0) -> dict[int, int]:
+    """High watermark per partition (ListOffsets LATEST, read_uncommitted), from the leaders.
+
+    Right after a leader change the new leader answers OFFSET_NOT_AVAILABLE until its high
+    watermark is known again; such errors are retried until ``timeout_s``.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        states = describe_topic(bootstrap_servers, topic)
+        specs = {TopicPartition(topic, s.partition): OffsetSpec.LATEST for s in states}
+        try:
+            with admin_client(bootstrap_servers, timeout_s) as admin:
+                result = admin.list_partition_offsets(specs, timeout_ms=int(timeout_s * 1000))
+            return {tp.partition: int(o.offset) for tp, o in result.items()}
+        except _RETRIABLE_OFFSET_ERRORS as exc:
+            if time.monotonic() >= deadline:
+                raise LabError(f"end offsets of {topic} unavailable: {exc!r}") from exc
+            time.sleep(0.3)

@@ -1,0 +1,177 @@
+"""The runbook's questions as pure functions over partition views (no I/O).
+
+``what_if``: what breaks if these brokers stop now. ``audit``: each topic's durability
+profile. ``status``: the cluster at a glance. The CLI feeds them views from the state store;
+tests feed them views from a replayed model.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from monitor.contract.views import PartitionView
+from monitor.model.rules import durability_profile, durability_risks
+from monitor.model.state import TopicConfig
+
+
+class Outcome(StrEnum):
+    """What happens to a partition when brokers stop, worst first."""
+
+    LOST = "offline_no_replica"  # no replica left anywhere: offline until a broker returns
+    UNCLEAN = "offline_unclean_needed"  # only out-of-sync replicas left
+    UNDER_MIN_ISR = "under_min_isr"  # still led, acks=all writes fail
+    LEADER_MOVES = "leader_moves"  # clean election to a surviving ISR member
+    DEGRADED = "under_replicated"  # fewer in-sync copies, still writable
+
+
+@dataclass(frozen=True, slots=True)
+class Impact:
+    topic: str
+    partition: int
+    outcome: Outcome
+    leader: int | None
+    isr: tuple[int, ...]
+    surviving_isr: tuple[int, ...]
+    surviving_replicas: tuple[int, ...]
+    min_isr: int | None
+    #: Committed offsets only out-of-sync survivors could restore (lost if elected uncleanly).
+    committed_at_stake: int
+    #: Acknowledged-but-uncommitted offsets on the stopped leader (lost with acks=1).
+    uncommitted_at_stake: int
+    #: The partition is in this state already (e.g. under min ISR before anything stops).
+    already: bool = False
+
+
+def what_if(views: Iterable[PartitionView], stopped: set[int]) -> list[Impact]:
+    """The partitions that change if ``stopped`` brokers stop now, with what is at stake.
+
+    An approximation by design: it uses the last observed LEOs and HW, assumes the
+    controller elects cleanly from the surviving ISR, and ignores KIP-966 ELR (which can only
+    make a clean election *possible* where this says an unclean one is needed).
+    """
+    out: list[Impact] = []
+    for v in views:
+        if not stopped.intersection(v.replicas):
+            continue
+        leos = {r.broker: r.leo for r in v.replica_views}
+        isr_left = tuple(b for b in v.isr if b not in stopped)
+        replicas_left = tuple(b for b in v.replicas if b not in stopped)
+        leader_down = v.leader is None or v.leader in stopped
+        leader_leo = leos.get(v.leader, -1) if v.leader is not None else -1
+        committed = uncommitted = 0
+        if not replicas_left:
+            outcome = Outcome.LOST
+        elif not isr_left:
+            outcome = Outcome.UNCLEAN
+            best = max((leos.get(b, -1) for b in replicas_left), default=-1)
+            committed = max(0, v.hw - best) if best >= 0 and v.hw >= 0 else max(0, v.hw)
+        elif v.min_isr is not None and len(isr_left) < v.min_isr:
+            outcome = Outcome.UNDER_MIN_ISR
+        elif leader_down:
+            outcome = Outcome.LEADER_MOVES
+        else:
+            outcome = Outcome.DEGRADED
+        if leader_down and leader_leo >= 0 and isr_left:
+            best_isr = max((leos.get(b, -1) for b in isr_left), default=-1)
+            uncommitted = max(0, leader_leo - max(best_isr, v.hw))
+        was_under_min = v.min_isr is not None and len(v.isr) < v.min_isr
+        already = outcome is Outcome.UNDER_MIN_ISR and was_under_min
+        out.append(
+            Impact(
+                v.topic,
+                v.partition,
+                outcome,
+                v.leader,
+                v.isr,
+                isr_left,
+                replicas_left,
+                v.min_isr,
+                committed,
+                uncommitted,
+                already,
+            )
+        )
+    order = list(Outcome)
+    out.sort(key=lambda i: (order.index(i.outcome), i.topic, i.partition))
+    return out
+
+
+FIXES: dict[str, str] = {
+    "rf_1": "raise the replication factor to 3 (kafka-reassign-partitions.sh with a new "
+    "replica list): one disk failure loses the data",
+    "min_isr_1_with_rf_3": "kafka-configs.sh --alter --entity-type topics --entity-name {topic} "
+    "--add-config min.insync.replicas=2: with 1, acks=all silently degrades to one copy",
+    "min_isr_not_below_rf": "kafka-configs.sh --alter --entity-type topics --entity-name {topic} "
+    "--add-config min.insync.replicas={majority}: with min ISR = RF every broker restart "
+    "stops acks=all writes",
+    "unclean_election_enabled": "kafka-configs.sh --alter --entity-type topics --entity-name "
+    "{topic} --add-config unclean.leader.election.enable=false, unless availability is worth "
+    "losing committed data for this topic",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class AuditRow:
+    topic: str
+    replication_factor: int
+    min_insync_replicas: int
+    unclean_leader_election_enable: bool
+    profile: str
+    reasons: tuple[str, ...]
+    fixes: tuple[str, ...]
+
+
+def audit(configs: Mapping[str, TopicConfig]) -> list[AuditRow]:
+    """Each topic's durability profile (CP / AP / misconfigured), the reasons and the fixes."""
+    rows = []
+    for topic, cfg in sorted(configs.items()):
+        reasons = tuple(
+            r if not r.startswith("min_isr_1_with_rf_") else "min_isr_1_with_rf_3"
+            for r in durability_risks(cfg)
+        )
+        majority = cfg.replication_factor // 2 + 1
+        fixes = tuple(FIXES[r].format(topic=topic, majority=majority) for r in reasons)
+        rows.append(
+            AuditRow(
+                topic,
+                cfg.replication_factor,
+                cfg.min_insync_replicas,
+                cfg.unclean_leader_election_enable,
+                durability_profile(cfg),
+                reasons,
+                fixes,
+            )
+        )
+    return rows
+
+
+@dataclass
+class Status:
+    partitions: int = 0
+    open_by_severity: Counter[str] = field(default_factory=Counter)
+    open_by_kind: Counter[str] = field(default_factory=Counter)
+    offline: int = 0
+    under_min_isr: int = 0
+    under_replicated: int = 0
+    silent_brokers: list[int] = field(default_factory=list)
+    newest_observed_at: int = -1
+
+
+SEVERITY_NAMES = ("info", "warning", "critical")
+
+
+def status(views: Iterable[PartitionView], silent_brokers: Iterable[int] = ()) -> Status:
+    st = Status(silent_brokers=sorted(silent_brokers))
+    for v in views:
+        st.partitions += 1
+        st.newest_observed_at = max(st.newest_observed_at, v.last_seen)
+        for o in v.open:
+            st.open_by_severity[SEVERITY_NAMES[o.severity]] += 1
+            st.open_by_kind[o.kind] += 1
+        st.offline += v.leader is None
+        st.under_min_isr += v.min_isr is not None and len(v.isr) < v.min_isr
+        st.under_replicated += v.leader is not None and len(v.isr) < len(v.replicas)
+    return st

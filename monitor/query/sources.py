@@ -1,0 +1,226 @@
+"""Where the runbook CLI reads state from.
+
+A :class:`StateSource` gives current partition views, topic configs, broker views, each
+partition's recent history (for ``explain`` and its plot) and its findings. Two sources:
+
+- :class:`ReplaySource`: runs the model over a JSON-lines events file (``--events FILE``,
+  e.g. written by ``monitor collect --out``) — offline analysis of a captured incident;
+- :class:`~monitor.query.store.StoreSource`: the Spark job's Parquet state store
+  (``--store DIR``), queried with DuckDB — the live answer.
+
+Besides every partition's view, a source answers the runbook's narrower questions
+(:meth:`~StateSource.partition`, :meth:`~StateSource.with_open`,
+:meth:`~StateSource.holding`, :meth:`~StateSource.summary`) so that a store can answer them
+without building 100k views; :class:`ViewQueries` derives them from ``partitions()``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from monitor.contract.views import PartitionView, partition_view
+from monitor.exporter.snapshot import BrokerView
+from monitor.model import ClusterModel, Finding, ModelConfig, TopicConfig
+from monitor.query.questions import Status, status
+from monitor.query.replay import ReplayStats, replay
+
+
+class SourceError(RuntimeError):
+    """The state could not be read (missing or empty store, unreadable file)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One point of a partition's history: watermarks, ISR and leadership at ``at``."""
+
+    at: int
+    hw: int
+    leader: int | None
+    leader_epoch: int
+    isr: tuple[int, ...]
+    leos: tuple[tuple[int, int], ...]  # (broker, LEO)
+
+
+@dataclass(frozen=True, slots=True)
+class Freshness:
+    """How current the source is: newest telemetry it holds and, for a store, when the job
+    last wrote (Unix ms / s; -1 / None when unknown)."""
+
+    newest_observed_at: int
+    last_batch: int | None = None
+    last_write_at: float | None = None
+
+
+class StateSource(Protocol):
+    #: What the state comes from, for messages: "store DIR", "events file F".
+    label: str
+
+    def partitions(self) -> list[PartitionView]: ...
+    def partition(self, topic: str, partition: int) -> PartitionView:
+        """The partition's view; :class:`SourceError` naming the source when unknown."""
+        ...
+
+    def with_open(self, kind: str, topic: str | None = None) -> list[PartitionView]: ...
+    def holding(self, brokers: set[int]) -> list[PartitionView]:
+        """Partitions with a replica on one of ``brokers`` (what ``what_if`` needs)."""
+        ...
+
+    def summary(self) -> Status: ...
+    def freshness(self) -> Freshness: ...
+    def topic_configs(self) -> dict[tuple[str, str], TopicConfig]: ...
+    def brokers(self) -> list[BrokerView]: ...
+    def history(self, topic: str, partition: int, since_ms: int = 0) -> list[Sample]: ...
+    def findings(self, topic: str, partition: int, since_ms: int = 0) -> list[dict[str, Any]]: ...
+
+
+class ViewQueries:
+    """The narrow questions answered from :meth:`partitions` (for small, in-memory sources)."""
+
+    label = "state"
+
+    def partitions(self) -> list[PartitionView]:
+        raise NotImplementedError
+
+    def brokers(self) -> list[BrokerView]:
+        raise NotImplementedError
+
+    def partition(self, topic: str, partition: int) -> PartitionView:
+        views = self.partitions()
+        for v in views:
+            if v.topic == topic and v.partition == partition:
+                return v
+        raise SourceError(unknown_partition(self.label, topic, partition, views))
+
+    def with_open(self, kind: str, topic: str | None = None) -> list[PartitionView]:
+        return [
+            v
+            for v in self.partitions()
+            if (topic is None or v.topic == topic) and any(o.kind == kind for o in v.open)
+        ]
+
+    def holding(self, brokers: set[int]) -> list[PartitionView]:
+        return [v for v in self.partitions() if brokers.intersection(v.replicas)]
+
+    def summary(self) -> Status:
+        silent = [b.broker for b in self.brokers() if not b.alive]
+        return status(self.partitions(), silent)
+
+    def freshness(self) -> Freshness:
+        return Freshness(max((v.last_seen for v in self.partitions()), default=-1))
+
+
+def unknown_partition(
+    label: str, topic: str, partition: int, views: Iterable[PartitionView]
+) -> str:
+    numbers = sorted(v.partition for v in views if v.topic == topic)
+    if numbers:
+        return (
+            f"unknown partition {topic}/{partition} in {label}: topic {topic} has "
+            f"{len(numbers)} partitions ({numbers[0]}..{numbers[-1]})"
+        )
+    topics = sorted({v.topic for v in views})
+    return (
+        f"unknown partition {topic}/{partition} in {label}: no topic {topic} "
+        f"(topics known: {', '.join(topics[:10]) or 'none'}"
+        f"{f', ... {len(topics)} in all' if len(topics) > 10 else ''})"
+    )
+
+
+def _content(s: Sample) -> tuple[object, ...]:
+    return (s.hw, s.leader, s.leader_epoch, s.isr, s.leos)
+
+
+def sample_of(v: PartitionView, at: int) -> Sample:
+    return Sample(
+        at,
+        v.hw,
+        v.leader,
+        v.leader_epoch,
+        v.isr,
+        tuple((r.broker, r.leo) for r in v.replica_views if r.leo >= 0),
+    )
+
+
+@dataclass
+class ReplaySource(ViewQueries):
+    """The model replayed over an events file, with every partition's history recorded."""
+
+    path: Path
+    config: ModelConfig = field(default_factory=ModelConfig)
+    #: Only this cluster's partitions, topics and brokers (all when None).
+    cluster: str | None = None
+    model: ClusterModel = field(init=False)
+    stats: ReplayStats = field(init=False)
+    _history: dict[tuple[str, int], list[Sample]] = field(init=False, default_factory=dict)
+    _findings: list[Finding] = field(init=False, default_factory=list)
+
+    def __post_init__(self) -> None:
+        try:
+            lines = self.path.read_bytes().splitlines()
+        except OSError as e:
+            raise SourceError(f"cannot read events file {self.path}: {e.strerror}") from None
+        self.label = f"events file {self.path}"
+        self.model = ClusterModel(self.config)
+        self.stats = replay(
+            self._record(lines), self.model, self._findings.append, lambda n, r: None
+        )
+        if self.stats.accepted == 0:
+            raise SourceError(f"{self.path}: no valid events ({self.stats.rejected} rejected)")
+
+    def _record(self, lines: Iterable[bytes]) -> Iterable[bytes]:
+        """Yield lines to the replay; after each, sample the partition the last one touched."""
+        for line in lines:
+            yield line
+            try:
+                d = json.loads(line)
+                key = (d["cluster"], d["topic"], int(d["partition"]))
+            except (ValueError, KeyError, TypeError):
+                continue
+            ps = self.model.partitions.get(key)
+            if ps is None or ps.meta_at < 0:
+                continue
+            v = partition_view(ps, None)
+            hist = self._history.setdefault((key[1], key[2]), [])
+            s = sample_of(v, int(d["observed_at"]))
+            if not hist or _content(hist[-1]) != _content(s):
+                hist.append(s)  # only changes: a steady partition adds no points
+
+    def partitions(self) -> list[PartitionView]:
+        out = []
+        for ps in self.model.partitions.values():
+            if self.cluster is not None and ps.cluster != self.cluster:
+                continue
+            ts = self.model.topics.get((ps.cluster, ps.topic))
+            out.append(partition_view(ps, ts.config if ts else None))
+        return out
+
+    def topic_configs(self) -> dict[tuple[str, str], TopicConfig]:
+        return {
+            k: ts.config
+            for k, ts in self.model.topics.items()
+            if ts.config is not None and self.cluster in (None, k[0])
+        }
+
+    def brokers(self) -> list[BrokerView]:
+        return [
+            BrokerView(b.cluster, b.broker, b.alive, b.observed_at)
+            for b in self.model.brokers.values()
+            if self.cluster in (None, b.cluster)
+        ]
+
+    def history(self, topic: str, partition: int, since_ms: int = 0) -> list[Sample]:
+        return [s for s in self._history.get((topic, partition), []) if s.at >= since_ms]
+
+    def findings(self, topic: str, partition: int, since_ms: int = 0) -> list[dict[str, Any]]:
+        return [
+            f.to_dict()
+            for f in self._findings
+            if f.topic == topic and f.partition == partition and f.at >= since_ms
+        ]
+
+    def all_findings(self) -> list[dict[str, Any]]:
+        return [f.to_dict() for f in self._findings]

@@ -1,0 +1,288 @@
+"""The collector against the real lab: faults show up in the events it publishes.
+
+Each test records the collector's events (one round a second, in a background thread) while
+it injects a fault with the lab, then checks the recorded events — and, for the unclean
+election, replays them through the model and checks the loss against a consumer.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from kafka import KafkaConsumer
+
+from monitor.collector import Collector, CollectorConfig
+from monitor.collector.build import AnyEvent
+from monitor.contract.events import BrokerEvent, PartitionEvent, dumps, parse_event, to_model
+from monitor.dev.lab.admin import create_topic, elect_leader
+from monitor.dev.lab.cluster import Lab
+from monitor.dev.lab.load import produce, verify
+from monitor.model import ClusterModel, FindingKind
+
+pytestmark = pytest.mark.lab
+
+
+class Recording:
+    """A collector running every second in a thread, keeping every event it built."""
+
+    def __init__(self, lab: Lab, interval_s: float = 1.0) -> None:
+        self.config = CollectorConfig(
+            cluster="lab",
+            kafka={"bootstrap_servers": lab.bootstrap_servers, "request_timeout_ms": 3000},
+            jmx_urls=lab.jmx_urls,
+            interval_s=interval_s,
+            jmx_timeout_s=1.0,
+            config_every_rounds=1,
+        )
+        self.collector = Collector(self.config)
+        self.events: list[AnyEvent] = []
+        self.rounds = 0
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        def on_round(res: object) -> None:
+            with self._lock:
+                self.events.extend(res.events)  # type: ignore[attr-defined]
+                self.rounds += 1
+
+        self.collector.run(on_round=on_round)
+
+    def __enter__(self) -> Recording:
+        self.collector.start(produce=False)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.collector.stop()
+        self._thread.join(timeout=30)
+
+    def wait_rounds(self, n: int, timeout: float = 60) -> None:
+        target = self.rounds + n
+        deadline = time.monotonic() + timeout
+        while self.rounds < target:
+            assert time.monotonic() < deadline, f"collector did not finish {n} rounds"
+            time.sleep(0.1)
+
+    def wait_for(
+        self,
+        what: str,
+        predicate: Callable[[AnyEvent], bool],
+        timeout: float = 60,
+        since: int = 0,
+    ) -> AnyEvent:
+        """The first recorded event (from index ``since``) that ``predicate`` accepts."""
+        deadline = time.monotonic() + timeout
+        seen = since
+        while time.monotonic() < deadline:
+            with self._lock:
+                fresh = self.events[seen:]
+                seen = len(self.events)
+            for ev in fresh:
+                if predicate(ev):
+                    return ev
+            time.sleep(0.2)
+        raise AssertionError(f"no collected event {what} within {timeout}s")
+
+
+def _partition(topic: str, pred: Callable[[PartitionEvent], bool]) -> Callable[[AnyEvent], bool]:
+    return lambda e: isinstance(e, PartitionEvent) and e.topic == topic and pred(e)
+
+
+@pytest.fixture
+def recording(lab: Lab) -> Iterator[Recording]:
+    with Recording(lab) as rec:
+        rec.wait_rounds(1)
+        yield rec
+
+
+def test_paused_follower_leaves_isr_and_returns(lab: Lab, recording: Recording) -> None:
+    """SIGSTOP on a follower: its replica leaves the ISR (and its broker reads as not
+    alive) in the collected events; SIGCONT brings it back into the ISR."""
+    topic = "col-pause"
+    create_topic(lab.bootstrap_servers, topic, assignments={0: [1, 2, 3]}, min_insync_replicas=2)
+    recording.wait_for("with full ISR", _partition(topic, lambda e: sorted(e.isr) == [1, 2, 3]))
+    lab.pause(3)
+    recording.wait_for(
+        "broker 3 not alive", lambda e: isinstance(e, BrokerEvent) and e.broker == 3 and not e.alive
+    )
+    shrunk = recording.wait_for("ISR without 3", _partition(topic, lambda e: 3 not in e.isr))
+    assert isinstance(shrunk, PartitionEvent) and shrunk.leader == 1
+    lab.resume(3)
+    recording.wait_for("ISR with 3 again", _partition(topic, lambda e: 3 in e.isr), timeout=90)
+
+
+def test_killed_leader_yields_new_leader_and_higher_epoch(lab: Lab, recording: Recording) -> None:
+    """SIGKILL on the leader's broker: a partition event with another leader, higher epoch."""
+    topic = "col-kill"
+    create_topic(lab.bootstrap_servers, topic, assignments={0: [2, 3, 1]}, min_insync_replicas=2)
+    before = recording.wait_for("led by 2", _partition(topic, lambda e: e.leader == 2))
+    assert isinstance(before, PartitionEvent)
+    lab.kill(2)
+    after = recording.wait_for(
+        "a new leader", _partition(topic, lambda e: e.leader not in (None, 2)), timeout=90
+    )
+    assert isinstance(after, PartitionEvent)
+    assert after.leader_epoch > before.leader_epoch
+    assert after.leader in (3, 1)
+    # The new epoch's start offset, from the new leader (nothing was written: 0).
+    started = recording.wait_for(
+        "the epoch's start offset",
+        _partition(
+            topic,
+            lambda e: e.leader_epoch == after.leader_epoch and e.epoch_start_offset is not None,
+        ),
+    )
+    assert isinstance(started, PartitionEvent) and started.epoch_start_offset == 0
+
+
+def test_a_restarted_broker_is_read_as_soon_as_it_leads(lab: Lab, recording: Recording) -> None:
+    """Found by the demo: the client routes requests by its own broker list, which it
+    refreshes every 5 minutes or after a connection error. Refreshed while broker 2 was
+    down, the list lacked broker 2 after its restart, and the first 15 s of its leadership
+    carried no HW and no epoch record (the loss was judged on a stale sample: under-reported).
+    Now the first rounds of its leadership read both."""
+    topic = "col-rejoin"
+    create_topic(lab.bootstrap_servers, topic, assignments={0: [2, 1]}, min_insync_replicas=1)
+    recording.wait_for("led by 2", _partition(topic, lambda e: e.leader == 2))
+    produce(lab.bootstrap_servers, topic, rate=400, count=100, acks="all")
+    lab.stop(2)
+    recording.wait_for("led by 1", _partition(topic, lambda e: e.leader == 1), timeout=90)
+    cluster = recording.collector._admin._manager.cluster  # type: ignore[union-attr]
+    deadline = time.monotonic() + 30
+    cluster.request_update()  # what a connection error does: the list is taken without 2
+    while cluster.broker_metadata(2) is not None:
+        assert time.monotonic() < deadline, "the client's broker list still has broker 2"
+        time.sleep(0.2)
+    lab.start(2)
+    recording.wait_for("ISR [1, 2]", _partition(topic, lambda e: sorted(e.isr) == [1, 2]), 90)
+    assert cluster.broker_metadata(2) is None  # nothing has refreshed it: the trap is set
+    with recording._lock:
+        since = len(recording.events)
+    elect_leader(lab.bootstrap_servers, topic, 0, unclean=False, timeout_s=60)  # back to 2
+    led = recording.wait_for(
+        "led by 2 again", _partition(topic, lambda e: e.leader == 2), since=since
+    )
+    assert isinstance(led, PartitionEvent)
+    recording.wait_rounds(3)
+    with recording._lock:
+        mine = [
+            e
+            for e in recording.events[since:]
+            if isinstance(e, PartitionEvent)
+            and e.topic == topic
+            and e.leader_epoch == led.leader_epoch
+        ]
+    assert any(e.high_watermark == 100 for e in mine), mine
+    assert any(e.epoch_start_offset == 100 for e in mine), mine
+
+
+def test_unclean_election_loss_matches_what_a_consumer_reads(
+    lab: Lab, recording: Recording, tmp_path: Path
+) -> None:
+    """Forced unclean election of a lagging replica: replaying the collected events reports
+    unclean_election and committed_data_loss with exactly the count a consumer confirms."""
+    topic = "col-unclean"
+    acks = tmp_path / "acks.jsonl"
+    create_topic(lab.bootstrap_servers, topic, assignments={0: [1, 2]}, min_insync_replicas=1)
+    produce(lab.bootstrap_servers, topic, rate=400, count=200, acks="all", log_path=acks)
+    # Broker 2's LEO must be sampled at 200 before it goes away.
+    recording.wait_for("HW 200", _partition(topic, lambda e: (e.high_watermark or 0) >= 200))
+    recording.wait_rounds(2)
+    lab.stop(2)  # controlled shutdown: the follower's log is frozen at 200
+    recording.wait_for("ISR [1]", _partition(topic, lambda e: e.isr == [1]), timeout=90)
+    produce(lab.bootstrap_servers, topic, rate=400, count=300, acks="1", log_path=acks)
+    recording.wait_for("HW 500", _partition(topic, lambda e: (e.high_watermark or 0) >= 500))
+    # Killing 1 while 2 is down would leave 1 of 3 KRaft voters and freeze the metadata:
+    # bring 2 back first, then the partition goes offline (ISR [], ELR [1] under KIP-966).
+    lab.kill(1)
+    lab.start(2)
+    recording.wait_for("offline", _partition(topic, lambda e: e.leader is None), timeout=90)
+    recording.wait_for(
+        "broker 2 back", lambda e: isinstance(e, BrokerEvent) and e.broker == 2 and e.alive
+    )
+    recording.wait_rounds(2)
+    elect_leader(lab.bootstrap_servers, topic, 0, unclean=True)
+    recording.wait_for("led by 2", _partition(topic, lambda e: e.leader == 2))
+    # The new leader's own record of where its epoch began (OffsetsForLeaderEpoch).
+    started = recording.wait_for(
+        "the epoch's start offset",
+        _partition(topic, lambda e: e.leader == 2 and e.epoch_start_offset is not None),
+    )
+    assert isinstance(started, PartitionEvent) and started.epoch_start_offset == 200
+    recording.wait_rounds(1)
+
+    report = verify(lab.bootstrap_servers, topic, acks, settle_s=5)
+    assert report.acknowledged == 500
+    assert report.lost_count == 300, report.render()
+
+    model = ClusterModel()
+    findings = [f for ev in list(recording.events) for f in model.apply(to_model(ev))]
+    mine = [f for f in findings if f.topic == topic]
+    kinds = {f.kind for f in mine}
+    assert FindingKind.UNCLEAN_ELECTION in kinds, [str(f.kind) for f in mine]
+    loss = next(f for f in mine if f.kind == FindingKind.COMMITTED_DATA_LOSS)
+    assert loss.details["lost_count"] == report.lost_count
+    assert (loss.details["lost_from"], loss.details["lost_to"]) == (200, 500)
+    assert loss.details["leo_sampled"] == "epoch"  # exact, not a sample
+
+
+def test_published_events_are_valid_and_keyed(lab: Lab) -> None:
+    """publish(): every record on the events topic parses under the contract, keyed by
+    cluster/topic/partition (or cluster/broker/ID); the collector's own /metrics counts it."""
+    topic = "__replication_monitor_events_test"
+    create_topic(
+        lab.bootstrap_servers, topic, partitions=3, replication_factor=3, min_insync_replicas=2
+    )
+    config = CollectorConfig(
+        cluster="lab",
+        kafka={"bootstrap_servers": lab.bootstrap_servers},
+        jmx_urls=lab.jmx_urls,
+        events_topic=topic,
+        metrics_port=0,
+    )
+    collector = Collector(config)
+    collector.start()
+    try:
+        res = collector.round()
+        sent = collector.publish(res.events)
+        port = collector._metrics_server[0].server_port
+        health = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read()
+    finally:
+        collector.stop()
+    text = health.decode()
+    assert "kafka_replication_collector_rounds_total 1.0" in text
+    assert 'kafka_replication_collector_broker_up{broker="1"} 1.0' in text
+    produced = sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("kafka_replication_collector_events_produced_total{")
+    )
+    assert produced == sent
+    assert sent == len(res.events) > 0
+    consumer = KafkaConsumer(
+        topic,
+        bootstrap_servers=lab.bootstrap_servers,
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=5000,
+    )
+    try:
+        records = list(consumer)
+    finally:
+        consumer.close()
+    assert len(records) == sent
+    for r in records:
+        ev = parse_event(r.value)
+        parts = r.key.decode().split("/")
+        assert parts[0] == "lab"
+        if isinstance(ev, BrokerEvent):
+            assert parts[1:] == ["broker", str(ev.broker)]
+        elif hasattr(ev, "partition"):
+            assert parts[1:] == [ev.topic, str(ev.partition)]
+        assert json.loads(r.value) == json.loads(dumps(ev))

@@ -1,0 +1,141 @@
+"""The `monitor` CLI: replay and schema, driven as a user would (through main())."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from monitor.cli import main
+from monitor.contract.events import KINDS
+from monitor.dev.testing import Timeline
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "tests" / "data"
+
+
+def test_replay_json_prints_one_finding_per_line(capsys: pytest.CaptureFixture[str]) -> None:
+    """--format json: every stdout line is a finding with the contract's fields."""
+    code = main(["replay", str(DATA / "unclean_election.jsonl"), "--format", "json"])
+    out, err = capsys.readouterr()
+    assert code == 0
+    findings = [json.loads(line) for line in out.splitlines()]
+    assert {"unclean_election", "committed_data_loss"} <= {f["kind"] for f in findings}
+    for f in findings:
+        assert set(f) >= {"id", "kind", "state", "severity", "cluster", "topic", "partition"}
+        assert f["state"] in ("open", "resolved", "event")
+        assert f["severity"] in ("info", "warning", "critical")
+    loss = next(f for f in findings if f["kind"] == "committed_data_loss")
+    assert loss["details"]["lost_count"] == 4000
+    assert "26 accepted, 0 rejected" in err
+
+
+def test_replay_reports_bad_lines_and_goes_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A malformed line is named with its number and reason; the rest is still replayed."""
+    tl = Timeline(topic="x")
+    tl.meta(leader=None, epoch=1, replicas=[1, 2], isr=[1])
+    good = tl.jsonl()
+    bad = [
+        "{not json",
+        '{"schema_version":1,"kind":"replica","cluster":"c","observed_at":1,'
+        '"topic":"t","partition":0,"broker":1,"log_end_offset":"5"}',
+        '{"schema_version":1,"kind":"gossip","cluster":"c","observed_at":1}',
+    ]
+    path = tmp_path / "mixed.jsonl"
+    path.write_text(bad[0] + "\n" + good + bad[1] + "\n" + bad[2] + "\n")
+    code = main(["replay", str(path), "--format", "json"])
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert f"{path}:1: rejected: invalid JSON" in err
+    assert f"{path}:3: rejected: log_end_offset: Input should be a valid integer" in err
+    assert f"{path}:4: rejected: kind: unknown kind 'gossip'" in err
+    assert "4 lines: 1 accepted, 3 rejected" in err
+    assert [json.loads(x)["kind"] for x in out.splitlines()] == ["offline"]
+
+
+def test_replay_reads_stdin_and_prints_a_table() -> None:
+    """FILE may be '-'; the default table names the subject and summarises the numbers."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "monitor", "replay", "-"],
+        input=(DATA / "under_min_isr_and_recovery.jsonl").read_bytes(),
+        capture_output=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout.decode()
+    assert re.search(r"critical\s+under_min_isr\s+open\s+minisr/0\s+ISR size 1 < min", text)
+
+
+def test_replay_missing_file_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["replay", "/nonexistent/events.jsonl"]) == 2
+    assert "cannot read /nonexistent/events.jsonl" in capsys.readouterr().err
+
+
+def test_replay_min_severity_filters(capsys: pytest.CaptureFixture[str]) -> None:
+    main(
+        [
+            "replay",
+            str(DATA / "seed1_hw_truncation.jsonl"),
+            "--format",
+            "json",
+            "--min-severity",
+            "critical",
+        ]
+    )
+    kinds = {json.loads(x)["kind"] for x in capsys.readouterr().out.splitlines()}
+    assert kinds == {"truncation_below_hw", "committed_data_loss"}
+
+
+def test_schema_is_json_schema_of_all_kinds(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["schema"]) == 0
+    schema = json.loads(capsys.readouterr().out)
+    assert schema["$schema"].endswith("2020-12/schema")
+    kinds = {d["properties"]["kind"]["const"] for d in schema["$defs"].values()}
+    assert kinds == set(KINDS)
+
+
+def test_readme_model_examples_run() -> None:
+    """Every `.venv/bin/monitor ...` line of the README runs and exits 0."""
+    readme = (ROOT / "README.md").read_text()
+    commands = re.findall(r"^\.venv/bin/monitor (.+?)(?:\s+#.*)?$", readme, flags=re.M)
+    assert commands, "README lost its examples"
+    for cmd in commands:
+        proc = subprocess.run(
+            [sys.executable, "-m", "monitor", *cmd.split()],
+            cwd=ROOT,
+            capture_output=True,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+        assert proc.returncode == 0, (cmd, proc.stderr.decode()[-2000:])
+
+
+def test_command_owners_match_what_the_modules_register() -> None:
+    """``monitor X`` imports only X's module: the map must say who registers what."""
+    import argparse
+    import importlib
+
+    from monitor.cli import COMMAND_MODULES, COMMAND_OWNERS
+
+    registered = {}
+    for name in COMMAND_MODULES:
+        sub = argparse.ArgumentParser().add_subparsers()
+        importlib.import_module(name).register(sub)
+        registered.update(dict.fromkeys(sub.choices, name))
+    assert registered == COMMAND_OWNERS
+
+
+def test_a_runbook_command_does_not_import_the_others() -> None:
+    code = (
+        "import sys; from monitor.cli import build_parser; build_parser(['status']); "
+        "print(sorted(m for m in ('kafka', 'pyspark', 'grafana_client', 'monitor.dev.demo') "
+        "if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout

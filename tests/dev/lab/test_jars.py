@@ -1,0 +1,43 @@
+"""The jar sets resolve from Maven Central into the cache and have the expected contents."""
+
+from __future__ import annotations
+
+import pytest
+
+from monitor import jars
+
+pytestmark = [pytest.mark.lab, pytest.mark.timeout(600)]
+
+
+def test_kafka_classpath_has_the_broker_and_a_log4j2_slf4j2_backend() -> None:
+    names = {p.name for p in jars.kafka_jars()}
+    assert f"kafka_2.13-{jars.KAFKA_VERSION}.jar" in names
+    assert f"kafka-clients-{jars.KAFKA_VERSION}.jar" in names
+    assert any(n.startswith("log4j-core-2.") for n in names)
+    assert any(n.startswith("log4j-slf4j2-impl-2.") for n in names)
+    # slf4j 1.7 cannot see an slf4j2 provider: the broker would log nothing.
+    slf4j = [n for n in names if n.startswith("slf4j-api-")]
+    assert len(slf4j) == 1 and slf4j[0].startswith("slf4j-api-2."), slf4j
+    assert all(p.is_file() for p in jars.kafka_jars())
+
+
+def test_jmx_agent_is_a_single_jar() -> None:
+    agent = jars.jmx_agent_jar()
+    assert agent.name == f"jmx_prometheus_javaagent-{jars.JMX_EXPORTER_VERSION}.jar"
+    assert agent.stat().st_size > 100_000
+
+
+def test_spark_kafka_jars_do_not_duplicate_what_pyspark_ships() -> None:
+    spark_version = None if jars.pyspark_version() else jars.SPARK_KAFKA_FALLBACK_VERSION
+    found = jars.spark_kafka_jars(spark_version)
+    artifacts = {jars.artifact_name(p.name) for p in found}
+    assert {
+        "spark-sql-kafka-0-10_2.13",
+        "spark-token-provider-kafka-0-10_2.13",
+        "kafka-clients",
+        "commons-pool2",
+    } <= artifacts
+    shipped_dir = jars.pyspark_jars_dir()
+    if shipped_dir is not None:
+        shipped = {jars.artifact_name(p.name) for p in shipped_dir.glob("*.jar")}
+        assert not (artifacts & shipped)

@@ -1,0 +1,89 @@
+"""Fast checks of the lab's pure parts (no JVM): config validation, rendering, ack logs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from monitor.dev.lab import load
+from monitor.dev.lab.config import (
+    EXPORTER_CONFIG,
+    LAB_ONLY_SETTINGS,
+    LabConfig,
+    broker_properties,
+    exporter_yaml,
+)
+from monitor.dev.lab.errors import LabError
+
+
+def test_default_ports_follow_the_documented_layout(tmp_path: Path) -> None:
+    cfg = LabConfig(dir=tmp_path)
+    assert [cfg.broker_port(n) for n in cfg.node_ids] == [19092, 19093, 19094]
+    assert [cfg.controller_port(n) for n in cfg.node_ids] == [19192, 19193, 19194]
+    assert [cfg.jmx_port(n) for n in cfg.node_ids] == [19292, 19293, 19294]
+    assert cfg.quorum_voters == "1@127.0.0.1:19192,2@127.0.0.1:19193,3@127.0.0.1:19194"
+    assert cfg.jmx_url(2) == "http://127.0.0.1:19293/metrics"
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"heap": "lots"}, {"brokers": 0}, {"base_port": 80}, {"base_port": 65400}, {"bogus": 1}],
+)
+def test_invalid_configs_are_rejected(tmp_path: Path, kwargs: dict[str, object]) -> None:
+    with pytest.raises(ValidationError):
+        LabConfig(dir=tmp_path, **kwargs)  # type: ignore[arg-type]
+
+
+def test_broker_properties_carry_the_lab_settings_and_overrides(tmp_path: Path) -> None:
+    cfg = LabConfig(dir=tmp_path, extra_broker_config={"replica.lag.time.max.ms": "6000"})
+    props = broker_properties(cfg, 2)
+    assert props["node.id"] == "2"
+    assert props["process.roles"] == "broker,controller"
+    assert props["listeners"] == "PLAINTEXT://127.0.0.1:19093,CONTROLLER://127.0.0.1:19193"
+    assert props["replica.lag.time.max.ms"] == "6000"
+    assert props["auto.create.topics.enable"] == "false"
+    assert set(LAB_ONLY_SETTINGS) <= set(props)
+    # The lag window must stay above the follower fetch wait (500 ms) Kafka requires.
+    assert int(LAB_ONLY_SETTINGS["replica.lag.time.max.ms"][0]) > 500
+
+
+def test_exporter_config_is_valid_json_yaml_with_the_documented_names() -> None:
+    parsed = json.loads(exporter_yaml())
+    assert parsed == json.loads(json.dumps(EXPORTER_CONFIG))
+    names = {rule["name"] for rule in parsed["rules"]}
+    assert "kafka_log_log_end_offset" in names
+    assert "kafka_server_replica_fetcher_lag" in names
+    assert "kafka_cluster_partition_$1" in names
+
+
+def test_ack_log_round_trip_and_torn_last_line(tmp_path: Path) -> None:
+    log = tmp_path / "acks.jsonl"
+    lines = [
+        {"topic": "t", "partition": 0, "offset": 5, "run": "r1", "seq": 0},
+        {"topic": "u", "partition": 1, "offset": 7, "run": "r1", "seq": 1},
+    ]
+    log.write_text("\n".join(json.dumps(line) for line in lines) + '\n{"topic": "t", "parti')
+    entries = load.read_ack_log(log, "t")
+    assert entries == [load.AckEntry("t", 0, 5, "r1", 0)]
+    assert entries[0].value() == b'{"run":"r1","seq":0}'
+
+    log.write_text('not json\n{"topic": "t", "partition": 0, "offset": 1, "run": "r", "seq": 1}\n')
+    with pytest.raises(LabError):
+        load.read_ack_log(log)
+
+
+def test_lost_offsets_render_as_ranges() -> None:
+    report = load.VerifyReport(
+        topic="t",
+        partitions={
+            0: load.PartitionReport(
+                partition=0, acknowledged=9, intact=3, replaced=[3, 4], beyond_end=[5, 6, 9]
+            )
+        },
+    )
+    assert report.lost_count == 5
+    assert report.partitions[0].lost == [3, 4, 5, 6, 9]
+    assert "lost offsets: 3-6, 9" in report.render()

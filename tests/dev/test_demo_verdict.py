@@ -1,0 +1,73 @@
+"""The demo's verdict on the reported loss against the consumer's read-back
+(``monitor.dev.demo.loss_verdict``): exact passes; an under-report passes only where the
+findings say their evidence was incomplete, and only by a little; nothing else does."""
+
+from __future__ import annotations
+
+import pytest
+
+from monitor.dev.demo import loss_verdict
+from monitor.model import Finding, FindingKind, FindingState, Severity
+
+
+def loss(lost_from: int, lost_to: int, held_to: int, basis: str) -> Finding:
+    return Finding(
+        FindingKind.COMMITTED_DATA_LOSS,
+        FindingState.EVENT,
+        Severity.CRITICAL,
+        "lab",
+        "orders",
+        0,
+        1,
+        1,
+        None,
+        {
+            "lost_from": lost_from,
+            "lost_to": lost_to,
+            "lost_count": lost_to - lost_from,
+            "new_leader_leo": lost_from,
+            "leader_before_leo": held_to,
+            "old_leader_offsets_lost": held_to - lost_from,
+            "leo_sampled": basis,
+        },
+    )
+
+
+# (findings, committed, held, seen, after, consumer_lost) -> (verdict word, passes)
+CASES = [
+    # 1. Exact: the consumer misses the 500 held offsets and 40 acknowledged after the sample.
+    ([loss(1000, 1400, 1500, "epoch")], 400, 500, 500, 40, 540, "consistent", True),
+    # 2. Exact within the 2 % slack (3 acknowledgements died with the leader unlogged).
+    ([loss(1000, 1400, 1500, "epoch")], 400, 500, 497, 40, 537, "consistent", True),
+    # 3. The findings call the count exact (epoch record), yet the consumer misses 7 more
+    #    below the range: an under-report the monitor did not admit -> fail.
+    ([loss(1000, 1400, 1500, "epoch")], 400, 500, 500, 40, 547, "UNDER-REPORTED", False),
+    # 4. Judged on a LEO sample (no epoch record ever arrived), 7 below: admitted by the
+    #    findings, and within the bound max(5, 400 // 50) = 8 -> passes.
+    ([loss(1000, 1400, 1500, "before")], 400, 500, 500, 40, 547, "UNDER-REPORTED", True),
+    # 5. The issue's case: 1 offset reported, a consumer lost 500 below it -> fail, even
+    #    with incomplete evidence.
+    ([loss(1499, 1500, 1500, "before")], 1, 1, 1, 0, 501, "UNDER-REPORTED", False),
+    # 6. Over-report: the monitor says 500 held and lost, the consumer reads 400 of them.
+    ([loss(1000, 1400, 1500, "epoch")], 400, 500, 100, 0, 100, "INCONSISTENT", False),
+    # 7. No loss reported although the consumer lost records.
+    ([], 0, 0, 0, 0, 5, "UNDER-REPORTED", False),
+]
+
+
+@pytest.mark.parametrize(
+    ("findings", "committed", "held", "seen", "after", "lost", "word", "passes"), CASES
+)
+def test_loss_verdict(
+    findings: list[Finding],
+    committed: int,
+    held: int,
+    seen: int,
+    after: int,
+    lost: int,
+    word: str,
+    passes: bool,
+) -> None:
+    verdict, ok = loss_verdict(findings, committed, held, seen, after, lost)
+    assert verdict.split(":")[0].split(" ")[0] == word, verdict
+    assert ok is passes, verdict

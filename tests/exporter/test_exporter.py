@@ -1,0 +1,144 @@
+"""The exporter: families built from the state at scrape time, names as documented."""
+
+from __future__ import annotations
+
+import re
+import urllib.request
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from monitor.dev.testing import T0, Timeline
+from monitor.exporter import MetricsServer, ReplicationCollector, Snapshot
+from monitor.model import ClusterModel, Finding
+from monitor.query.replay import replay
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "tests" / "data"
+
+
+def _scrape(snap: Snapshot, per_partition: str = "findings", now: float | None = None) -> str:
+    reg = CollectorRegistry(auto_describe=False)
+    clock = (lambda: now) if now is not None else (lambda: T0 / 1000 + 600)
+    reg.register(ReplicationCollector(snap, per_partition, clock=clock))  # type: ignore[arg-type]
+    return generate_latest(reg).decode()
+
+
+def _samples(text: str) -> dict[str, list[tuple[dict[str, str], float]]]:
+    out: dict[str, list[tuple[dict[str, str], float]]] = {}
+    for fam in text_string_to_metric_families(text):
+        for s in fam.samples:
+            out.setdefault(s.name, []).append((s.labels, s.value))
+    return out
+
+
+def _load(*files: str) -> tuple[ClusterModel, Snapshot]:
+    model, snap, found = ClusterModel(), Snapshot(event_retention_s=10**9), []
+    for name in files:
+        found_here: list[Finding] = []
+        replay((DATA / name).read_bytes().splitlines(), model, found_here.append, lambda n, r: None)
+        found += found_here
+    snap.update_from_model(model)
+    snap.record_findings(found)
+    snap.health.running = True
+    return model, snap
+
+
+def test_every_exported_name_is_documented_and_vice_versa() -> None:
+    """docs/metrics.md and the exporter agree on the set of metric names."""
+    _, snap = _load("unclean_election.jsonl", "follower_stuck_in_isr.jsonl")
+    exported = {fam.name for fam in text_string_to_metric_families(_scrape(snap, "all"))}
+    doc = (ROOT / "docs" / "metrics.md").read_text()
+    documented = set(re.findall(r"^\| `(kafka_replication_\w+)`", doc, flags=re.M))
+    documented = {n.removesuffix("_total") for n in documented if "collector_" not in n}
+    assert exported == documented
+
+
+def test_unclean_election_is_exported_with_its_numbers() -> None:
+    """The partition that lost data is exported with its last event time and loss count."""
+    _, snap = _load("unclean_election.jsonl")
+    s = _samples(_scrape(snap))
+    last = {
+        lbl["kind"]: v
+        for lbl, v in s["kafka_replication_finding_last_event_timestamp_seconds"]
+        if lbl["topic"] == "unclean"
+    }
+    assert {"unclean_election", "committed_data_loss", "leader_election"} <= set(last)
+    assert s["kafka_replication_partition_last_loss_offsets"] == [
+        ({"cluster": "lab", "topic": "unclean", "partition": "0"}, 4000.0)
+    ]
+    assert ({"cluster": "lab", "topic": "unclean"}, 4000.0) in s[
+        "kafka_replication_committed_offsets_lost_total"
+    ]
+
+
+def test_recovered_partition_series_disappear() -> None:
+    """With default cardinality a healed partition leaves no per-partition series behind."""
+    tl = Timeline(topic="heal")
+    tl.config(rf=3, min_isr=2)
+    tl.meta(leader=1, epoch=0, replicas=[1, 2, 3], isr=[1])
+    model, snap = ClusterModel(), Snapshot()
+    for ev in tl.events:
+        from monitor.contract.events import to_model, validate_event
+
+        model.apply(to_model(validate_event(ev)))
+    snap.update_from_model(model)
+    before = _samples(_scrape(snap, now=T0 / 1000))
+    assert any(
+        lbl["kind"] == "under_min_isr"
+        for lbl, _ in before["kafka_replication_finding_open_since_timestamp_seconds"]
+    )
+    assert "kafka_replication_partition_isr_size" in before
+    tl2 = Timeline(topic="heal", start=T0 + 5000)
+    tl2.meta(leader=1, epoch=0, replicas=[1, 2, 3], isr=[1, 2, 3])
+    from monitor.contract.events import to_model, validate_event
+
+    for ev in tl2.events:
+        model.apply(to_model(validate_event(ev)))
+    snap.update_from_model(model)
+    after = _samples(_scrape(snap, now=T0 / 1000))
+    assert "kafka_replication_finding_open_since_timestamp_seconds" not in after
+    assert "kafka_replication_partition_isr_size" not in after
+    zero = [
+        v for lbl, v in after["kafka_replication_open_findings"] if lbl["kind"] == "under_min_isr"
+    ]
+    assert zero == [0.0]
+
+
+def test_per_partition_all_includes_healthy_partitions() -> None:
+    _, snap = _load("healthy_steady_state.jsonl")
+    assert "kafka_replication_partition_high_watermark" not in _samples(_scrape(snap))
+    hw = _samples(_scrape(snap, "all"))["kafka_replication_partition_high_watermark"]
+    assert [lbl["topic"] for lbl, _ in hw] == ["healthy"]
+
+
+def test_one_off_findings_expire_after_retention() -> None:
+    _, snap = _load("unclean_election.jsonl")
+    snap.event_retention_s = 3600
+    fresh = _samples(_scrape(snap, now=T0 / 1000 + 600))
+    stale = _samples(_scrape(snap, now=T0 / 1000 + 7200))
+    assert "kafka_replication_finding_last_event_timestamp_seconds" in fresh
+    assert "kafka_replication_finding_last_event_timestamp_seconds" not in stale
+
+
+def test_monitor_up_reflects_freshness_and_running() -> None:
+    _, snap = _load("healthy_steady_state.jsonl")
+    newest = max(snap.health.newest_observed_at.values()) / 1000
+    assert _samples(_scrape(snap, now=newest + 10))["kafka_replication_monitor_up"][0][1] == 1
+    assert _samples(_scrape(snap, now=newest + 3600))["kafka_replication_monitor_up"][0][1] == 0
+    snap.health.running = False
+    assert _samples(_scrape(snap, now=newest + 10))["kafka_replication_monitor_up"][0][1] == 0
+
+
+def test_metrics_server_binds_where_configured() -> None:
+    """MetricsServer serves /metrics on the configured host and port, and stops cleanly."""
+    _, snap = _load("unclean_election.jsonl")
+    server = MetricsServer(snap, host="127.0.0.1", port=0)
+    server.start()
+    try:
+        port = server._server[0].server_port  # type: ignore[index]
+        body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read()
+        assert b"kafka_replication_partitions" in body
+    finally:
+        server.stop()

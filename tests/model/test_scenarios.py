@@ -1,0 +1,54 @@
+"""Correctness proof of the model: each failure mode of the seeds, replayed from its file.
+
+One row per scenario (``tests/scenarios.py`` says why each expects what it expects); the
+JSON-lines files in ``tests/data/`` are what ``monitor replay`` reads, kept in sync here.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from monitor.model import ClusterModel, Finding, ModelConfig
+from monitor.query.replay import replay
+from tests.scenarios import SCENARIOS, Scenario, label, matches
+
+
+def run(sc: Scenario) -> list[Finding]:
+    findings: list[Finding] = []
+    rejects: list[tuple[int, str]] = []
+    stats = replay(
+        sc.path.read_bytes().splitlines(),
+        ClusterModel(ModelConfig(**sc.config)),
+        findings.append,
+        lambda n, r: rejects.append((n, r)),
+    )
+    assert rejects == [], rejects
+    assert stats.accepted == stats.lines > 0
+    return findings
+
+
+@pytest.mark.parametrize("sc", SCENARIOS, ids=lambda s: s.name)
+def test_scenario_file_is_in_sync(sc: Scenario) -> None:
+    """The committed JSON-lines file is exactly what the scenario builds."""
+    assert sc.path.read_text() == sc.build().jsonl(), "run: python -m tests.scenarios"
+
+
+@pytest.mark.parametrize("sc", SCENARIOS, ids=lambda s: s.name)
+def test_scenario_findings(sc: Scenario) -> None:
+    """The replay yields every expected finding, none of the forbidden ones, right numbers."""
+    findings = run(sc)
+    labels = [label(f) for f in findings]
+    missing = [e for e in sc.expect if e not in labels]
+    assert not missing, f"{sc.name}: missing {missing}; got {labels}"
+    forbidden = [lb for lb in labels for fb in sc.forbid if matches(fb, lb)]
+    assert not forbidden, f"{sc.name}: forbidden {forbidden}"
+    for pattern, key, value in sc.details:
+        first = next((f for f in findings if matches(pattern, label(f))), None)
+        assert first is not None, f"{sc.name}: no finding matches {pattern!r}"
+        assert first.details[key] == value, (sc.name, pattern, key, first.details)
+
+
+def test_healthy_cluster_has_nothing_above_info() -> None:
+    """Steady load with sampling skew produces no warning or critical finding."""
+    sc = next(s for s in SCENARIOS if s.name == "healthy_steady_state")
+    assert [label(f) for f in run(sc) if f.severity > 0] == []
