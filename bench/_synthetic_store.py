@@ -1,6 +1,6 @@
 """A synthetic Parquet state store shaped exactly like the Spark job's (no Spark involved).
 
-Every row is ``streaming.operator.state_row`` of a real model state: a few archetype
+Every row is the contract's row (``view_of(...).to_row()``) of a real model state: a few archetype
 partitions (healthy, under-replicated, under min ISR, offline, an unclean election that
 lost committed data) are played through :class:`~monitor.model.ClusterModel` for every
 topic configuration (CP, min ISR 1, unclean elections enabled) and every broker triple,
@@ -8,7 +8,7 @@ one state row per phase; the store then holds, for each of ``partitions`` partit
 row of its archetype (with its topic and partition number), one batch folder per phase
 (``state/batch_id=<n>/``), the findings of each phase (``findings/batch_id=<n>/``) and,
 with ``compact_upto``, a snapshot (``streaming.store.compact``). Columns and types follow
-``streaming.job.STATE_DDL`` / ``FINDING_DDL`` (parsed here), the way Spark writes them.
+``STATE_DDL`` / ``FINDING_DDL`` (:mod:`monitor.contract`, parsed here), the way Spark writes them.
 
 Partition ``i`` is ``topic-{i // 100:05d}/{i % 100}``; its archetype is chosen by
 ``i % 1000`` (see :data:`MIX`) and its topic's configuration by the topic number (see
@@ -31,11 +31,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from monitor.contract.events import parse_event, to_model
+from monitor.contract.state import STATE_DDL, view_of
+from monitor.contract.store import FINDING_DDL
 from monitor.dev.testing import Timeline
 from monitor.model import ClusterModel, Finding, FindingKind, FindingState, Severity
 from monitor.model.state import TopicConfig
-from streaming.job import FINDING_DDL, STATE_DDL
-from streaming.operator import state_row
 
 CLUSTER = "synth"
 PER_TOPIC = 100
@@ -185,7 +185,7 @@ def _play(
             found.extend(model.apply(to_model(parse_event(json.dumps(ev)))))
         done = len(tl.events)
         ts = model.topics[(CLUSTER, "t")]
-        out.rows.append(state_row(model.partitions[(CLUSTER, "t", 0)], ts.config))
+        out.rows.append(view_of(model.partitions[(CLUSTER, "t", 0)], ts.config).to_row())
         out.findings.append(found)
         tl.advance(PHASE_MS)
     return out

@@ -37,7 +37,7 @@ def main() -> None:
     snap.update_from_model(model)
     snap.record_findings(found)
     snap.health.running = True
-    open_parts = sum(1 for v in snap.partitions.values() if v.open)
+    open_parts = sum(1 for v in snap.partitions.values() if v.open_findings)
     print(
         f"state: {len(snap.partitions):,} partitions, {open_parts:,} with open findings "
         f"(built in {time.perf_counter() - t0:.0f}s)"

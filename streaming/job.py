@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from monitor.contract.state import STATE_DDL
+from monitor.contract.store import FINDING_DDL, finding_store_row
 from streaming import schema
 from streaming.config import StreamingConfig
 from streaming.operator import (
@@ -41,29 +43,12 @@ from streaming.operator import (
     bucket_keys,
     make_processor,
 )
-from streaming.store import is_local
+from streaming.store import is_local, write_findings_locally
 
 log = logging.getLogger("streaming")
 
 #: Columns of a Kafka source row the job uses (a Parquet replay source must have them too).
 SOURCE_COLUMNS = ("value", "topic", "partition", "offset")
-
-#: The Parquet state rows (what ``operator.state_row`` produces, typed).
-STATE_DDL = (
-    "cluster string, topic string, partition int, leader int, leader_epoch int, "
-    "isr array<int>, replicas array<int>, high_watermark long, max_committed_hw long, "
-    "leader_leo long, uncommitted long, hw_lag_ms long, min_isr int, unclean_enabled boolean, "
-    "replica_states array<struct<broker: int, leo: long, "
-    "lag_offsets: long, lag_ms: long, caught_up_at: long, observed_at: long, in_isr: boolean>>, "
-    "open_findings array<struct<kind: string, severity: string, opened_at: long, broker: int, "
-    "details: string>>, severity string, lineage array<struct<epoch: int, start_offset: long, "
-    "leader: int, at: long>>, late_events long, duplicate_events long, updated_at long"
-)
-
-FINDING_DDL = (
-    "id string, kind string, state string, severity string, cluster string, topic string, "
-    "partition int, broker int, at long, opened_at long, details string"
-)
 
 
 @dataclass
@@ -72,7 +57,8 @@ class BatchOutput:
 
     ``findings`` are the finding dicts (``Finding.to_dict()``) of the batch; ``states`` is a
     (persisted, valid during the call) DataFrame of the touched partitions' state rows
-    (:data:`STATE_DDL`) — collect what you need; ``stats`` holds the counts.
+    (:data:`~monitor.contract.state.STATE_DDL`) — collect what you need; ``stats`` holds
+    the counts.
     """
 
     batch_id: int
@@ -380,22 +366,7 @@ class Sinks:
                 f"{self.store}/state/batch_id={batch_id}"
             )
         if findings:
-            rows = [
-                (
-                    f["id"],
-                    f["kind"],
-                    f["state"],
-                    f["severity"],
-                    f["cluster"],
-                    f["topic"],
-                    f["partition"],
-                    f["broker"],
-                    f["at"],
-                    f["opened_at"],
-                    json.dumps(f["details"], separators=(",", ":")),
-                )
-                for f in findings
-            ]
+            rows = [finding_store_row(f) for f in findings]
             if is_local(self.store):
                 write_findings_locally(Path(self.store), batch_id, rows)
             else:
@@ -403,35 +374,6 @@ class Sinks:
                 spark.createDataFrame(rows, FINDING_DDL).coalesce(1).write.mode(
                     "overwrite"
                 ).parquet(f"{self.store}/findings/batch_id={batch_id}")
-
-
-def write_findings_locally(store: Path, batch_id: int, rows: list[tuple[Any, ...]]) -> Path:
-    """``<store>/findings/batch_id=<n>/part-00000.parquet`` with pyarrow, from the driver.
-
-    The findings are already on the driver (a few per batch); a Spark write of them is a
-    job, a task and Hadoop's commit protocol per batch. Measured with ``bench.spark_bench``
-    (docs/benchmarks.md, fifth round), the sink's store step fell by 0.2-0.4 s per batch
-    (100k partitions: 1.47 -> 1.11 s; 10k: 0.55 -> 0.36 s). Same columns and types as
-    :data:`FINDING_DDL`; replacing the folder keeps a replayed batch idempotent, and the
-    file is complete before it appears under ``batch_id=<n>/`` (readers glob only those).
-    """
-    import uuid
-
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    columns = [c.split() for c in FINDING_DDL.split(", ")]
-    types = {"string": pa.string(), "int": pa.int32(), "long": pa.int64()}
-    schema_ = pa.schema([pa.field(name, types[t]) for name, t in columns])
-    table = pa.Table.from_pylist([dict(zip(schema_.names, r, strict=True)) for r in rows], schema_)
-    root = store / "findings"
-    tmp = root / f"_tmp-{uuid.uuid4().hex}"
-    tmp.mkdir(parents=True)
-    pq.write_table(table, tmp / "part-00000.parquet")
-    final = root / f"batch_id={batch_id}"
-    shutil.rmtree(final, ignore_errors=True)
-    tmp.rename(final)
-    return final / "part-00000.parquet"
 
 
 # --- running ---------------------------------------------------------------------------------
@@ -558,14 +500,14 @@ def run(cfg: StreamingConfig, hooks: Sequence[Hook] = ()) -> int:
     """Run the job until stopped (or, with ``once``, until the source is drained).
 
     With ``cfg.metrics_port`` set, the driver also serves Prometheus ``/metrics``
-    (:mod:`monitor.exporter.job`), seeded from the state store and refreshed every batch.
+    (:mod:`monitor.exporter.driver`), seeded from the state store and refreshed every batch.
     """
     from streaming.session import build_session, kafka_jars
 
     check_layout(cfg.checkpoint_location, cfg.buckets)  # before Spark (start() checks again)
     exporter = None
     if cfg.metrics_port is not None:
-        from monitor.exporter.job import JobExporter
+        from monitor.exporter.driver import JobExporter
 
         exporter = JobExporter(
             cfg.store_location, cfg.metrics_host, cfg.metrics_port, cfg.per_partition

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Iterator
 from typing import IO
 
-from monitor.model import ClusterModel, Finding, ModelConfig
+from monitor.model import ClusterModel, Finding, ModelConfig, Severity
 from monitor.query.render import FINDING_HEADER, finding_row
 from monitor.query.replay import replay
 
@@ -48,7 +48,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.add_argument(
         "--min-severity",
-        choices=("info", "warning", "critical"),
+        choices=[s.label for s in Severity],
         default="info",
         help="print only findings at or above this severity",
     )
@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     except OSError as e:
         print(f"monitor replay: cannot read {args.file}: {e.strerror}", file=sys.stderr)
         return 2
-    min_sev = ("info", "warning", "critical").index(args.min_severity)
+    min_sev = Severity.parse(args.min_severity)
     rows: list[list[str]] = []
     out = sys.stdout
 

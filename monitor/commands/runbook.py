@@ -20,7 +20,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from monitor.contract.views import PartitionView
+from monitor.contract.state import PartitionView
 from monitor.model import Finding, FindingKind, FindingState, Severity
 from monitor.query.questions import Outcome, audit, what_if
 from monitor.query.render import iso, summary, table
@@ -173,7 +173,7 @@ def run_status(args: argparse.Namespace) -> int:
     now = time.time()
     alerts = None
     if args.prometheus:
-        from monitor.query.store import prometheus_alerts
+        from monitor.query.sources import prometheus_alerts
 
         alerts = prometheus_alerts(args.prometheus)
     telemetry_age = now - fresh.newest_observed_at / 1000 if fresh.newest_observed_at >= 0 else None
@@ -270,7 +270,7 @@ def run_partitions(args: argparse.Namespace) -> int:
     src = _source(args)
     rows: list[dict[str, Any]] = []
     for v in src.with_open(args.finding, args.topic):
-        for o in v.open:
+        for o in v.open_findings:
             if o.kind != args.finding:
                 continue
             if args.broker is not None and args.broker not in (o.broker, v.leader):
@@ -278,7 +278,7 @@ def run_partitions(args: argparse.Namespace) -> int:
             f = Finding(
                 FindingKind(o.kind),
                 FindingState.OPEN,
-                Severity(o.severity),
+                o.severity,
                 v.cluster,
                 v.topic,
                 v.partition,
@@ -295,7 +295,7 @@ def run_partitions(args: argparse.Namespace) -> int:
                     "since": o.opened_at,
                     "leader": v.leader,
                     "isr": list(v.isr),
-                    "hw": v.hw,
+                    "hw": v.high_watermark,
                     "summary": summary(f),
                     "details": o.details,
                 }
@@ -331,8 +331,13 @@ def run_partitions(args: argparse.Namespace) -> int:
 
 def _lineage_rows(v: PartitionView) -> list[dict[str, Any]]:
     return [
-        {"epoch": e, "start_offset": s if s >= 0 else None, "leader": leader, "at": at}
-        for e, s, leader, at in v.lineage
+        {
+            "epoch": e.epoch,
+            "start_offset": e.start_offset if e.start_offset >= 0 else None,
+            "leader": e.leader,
+            "at": e.at,
+        }
+        for e in v.lineage
     ]
 
 
@@ -369,16 +374,16 @@ def story(v: PartitionView, findings: Sequence[dict[str, Any]]) -> list[str]:
             if v.leader is not None
             else f"OFFLINE at epoch {v.leader_epoch}"
         )
-        + f", ISR {list(v.isr)}, HW {v.hw}."
+        + f", ISR {list(v.isr)}, HW {v.high_watermark}."
     ]
     epochs = [
-        f"{e} from offset {s if s >= 0 else '?'} led by {'nobody' if ld is None else ld} "
-        f"({iso(at)})"
-        for e, s, ld, at in v.lineage
+        f"{e.epoch} from offset {e.start_offset if e.start_offset >= 0 else '?'} led by "
+        f"{'nobody' if e.leader is None else e.leader} ({iso(e.at)})"
+        for e in v.lineage
     ]
     if epochs:
         lines.append("Epochs: " + "; ".join(epochs) + ".")
-    leos = ", ".join(f"broker {r.broker} LEO {r.leo}" for r in v.replica_views if r.leo >= 0)
+    leos = ", ".join(f"broker {r.broker} LEO {r.leo}" for r in v.replica_states if r.leo >= 0)
     if leos:
         lines.append(f"Replicas now: {leos}; uncommitted {v.uncommitted}.")
     for d in findings:
@@ -403,7 +408,7 @@ def story(v: PartitionView, findings: Sequence[dict[str, Any]]) -> list[str]:
 def run_explain(args: argparse.Namespace) -> int:
     src = _source(args)
     v = src.partition(args.topic, args.partition)
-    since = max(0, v.last_seen - args.since) if args.since is not None else 0
+    since = max(0, v.updated_at - args.since) if args.since is not None else 0
     findings = src.findings(args.topic, args.partition, since)
     hist = src.history(args.topic, args.partition, since)
     if args.plot:
@@ -415,7 +420,11 @@ def run_explain(args: argparse.Namespace) -> int:
             raise SourceError(f"{e} in {src.label}") from None
     if args.json:
         return _emit_json(
-            {"partition": v.to_dict(), "findings": findings, "history": [asdict(s) for s in hist]}
+            {
+                "partition": v.to_row(details_as_text=False),
+                "findings": findings,
+                "history": [asdict(s) for s in hist],
+            }
         )
     for line in story(v, findings):
         print(line)

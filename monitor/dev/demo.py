@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from monitor.collector import Collector, CollectorConfig
-from monitor.contract.views import PartitionView
+from monitor.contract.state import PartitionView
 from monitor.dev.processes.prom import (
     AlertmanagerProcess,
     PrometheusProcess,
@@ -43,11 +43,11 @@ from monitor.dev.processes.prom import (
 )
 from monitor.dev.processes.spark import SparkStandalone
 from monitor.dev.processes.stream import FindingsReader, StreamProcess
-from monitor.exporter.driver import view_from_state_row
 from monitor.model import Finding, FindingKind, Severity
 from monitor.query.plot import plot_watermarks
 from monitor.query.render import summary
-from monitor.query.sources import sample_of
+from monitor.query.sources import SourceError, sample_of
+from monitor.query.store import StoreSource
 
 if TYPE_CHECKING:
     from monitor.dev.lab.cluster import Lab
@@ -483,27 +483,31 @@ class Demo:
         self.say(f"   verdict: {verdict}")
         return 0 if ok else 1
 
+    def _store(self) -> StoreSource | None:
+        if self.stream is None or not self.stream.store.exists():
+            return None
+        try:
+            return StoreSource(self.stream.store, cluster="lab")
+        except SourceError:
+            return None
+
     def _victim_rows(self) -> list[PartitionView]:
         """The victim partition's rows in the job's state store, oldest first."""
-        from streaming.store import history
-
-        if self.stream is None or not self.stream.store.exists():
-            return []
-        return [view_from_state_row(r) for r in history(str(self.stream.store), "lab", TOPIC, 0)]
+        store = self._store()
+        return store.views(TOPIC, 0) if store is not None else []
 
     def _stored_kinds(self) -> set[str]:
-        from streaming.store import findings
-
-        if self.stream is None or not self.stream.store.exists():
+        store = self._store()
+        if store is None:
             return set()
-        return {f["kind"] for f in findings(str(self.stream.store)) if f.get("topic") == TOPIC}
+        return {f.kind for f in store.reader.all_findings() if f.topic == TOPIC}
 
     def _plot(self, path: Path) -> None:
         views = self._victim_rows()
         if not views:
             self.say("   (no state rows of the victim partition in the store: no diagram)")
             return
-        samples = [sample_of(v, v.last_seen) for v in views if v.last_seen >= 0]
+        samples = [sample_of(v, v.updated_at) for v in views if v.updated_at >= 0]
         mine = [f.to_dict() for f in self.findings if f.topic == TOPIC]
         plot_watermarks(views[-1], samples, mine, path)
 

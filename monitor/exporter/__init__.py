@@ -2,6 +2,6 @@
 
 from monitor.exporter.collector import ReplicationCollector
 from monitor.exporter.server import MetricsServer
-from monitor.exporter.snapshot import BrokerView, Health, Snapshot
+from monitor.exporter.snapshot import Health, Snapshot
 
-__all__ = ["BrokerView", "Health", "MetricsServer", "ReplicationCollector", "Snapshot"]
+__all__ = ["Health", "MetricsServer", "ReplicationCollector", "Snapshot"]

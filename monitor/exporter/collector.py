@@ -15,11 +15,10 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from monitor.exporter.snapshot import Snapshot
-from monitor.model import EVENT_KINDS, SEVERITY, FindingKind, Severity
+from monitor.model import EVENT_KINDS, SEVERITY, FindingKind
 
 NS = "kafka_replication"
 PerPartition = Literal["findings", "all", "none"]
-_SEV = {int(s): s.label for s in Severity}
 CONDITION_KINDS = [k for k in FindingKind if k not in EVENT_KINDS]
 
 
@@ -67,19 +66,19 @@ class ReplicationCollector(Collector):
         for v in snap.partitions.values():
             tracked[v.cluster] += 1
             clusters.add(v.cluster)
-            for o in v.open:
-                sev = _SEV[o.severity]
+            for o in v.open_findings:
+                sev = o.severity.label
                 open_c[(v.cluster, o.kind, sev)] += 1
                 open_t[(v.cluster, v.topic, o.kind, sev)] += 1
         for (cluster, topic), opens in snap.topic_open.items():
             clusters.add(cluster)
             for o in opens:
-                open_c[(cluster, o.kind, _SEV[o.severity])] += 1
-                open_t[(cluster, topic, o.kind, _SEV[o.severity])] += 1
+                open_c[(cluster, o.kind, o.severity.label)] += 1
+                open_t[(cluster, topic, o.kind, o.severity.label)] += 1
         for b in snap.brokers.values():
             clusters.add(b.cluster)
             for o in b.open:
-                open_c[(b.cluster, o.kind, _SEV[o.severity])] += 1
+                open_c[(b.cluster, o.kind, o.severity.label)] += 1
         g = _g("partitions", "Partitions tracked.", ["cluster"])
         for cluster in sorted(clusters):
             g.add_metric([cluster], tracked[cluster])
@@ -130,7 +129,7 @@ class ReplicationCollector(Collector):
                 replicas[(v.cluster, b)] += 1
             if len(v.isr) == 1:
                 sole[(v.cluster, v.isr[0])] += 1
-            for o in v.open:
+            for o in v.open_findings:
                 if o.kind == "follower_lag" and o.broker is not None:
                     lagging[(v.cluster, o.broker)] += 1
         keys = set(replicas) | set(snap.brokers)
@@ -183,17 +182,17 @@ class ReplicationCollector(Collector):
         with_events = {(c, t, p) for (c, t, p, _k) in snap.last_events}
         for v in snap.partitions.values():
             lv = [v.cluster, v.topic, str(v.partition)]
-            for o in v.open:
+            for o in v.open_findings:
                 open_f.add_metric(
-                    [*lv, "" if o.broker is None else str(o.broker), o.kind, _SEV[o.severity]],
+                    [*lv, "" if o.broker is None else str(o.broker), o.kind, o.severity.label],
                     o.opened_at / 1000,
                 )
             wanted = self.per_partition == "all" or (
-                self.per_partition == "findings" and (v.open or v.key in with_events)
+                self.per_partition == "findings" and (v.open_findings or v.key in with_events)
             )
             if not wanted:
                 continue
-            fam["hw"].add_metric(lv, v.hw)
+            fam["hw"].add_metric(lv, v.high_watermark)
             fam["unc"].add_metric(lv, v.uncommitted)
             fam["hwlag"].add_metric(lv, v.hw_lag_ms / 1000)
             fam["leader"].add_metric(lv, -1 if v.leader is None else v.leader)
@@ -202,7 +201,7 @@ class ReplicationCollector(Collector):
             fam["rf"].add_metric(lv, len(v.replicas))
             if v.min_isr is not None:
                 fam["minisr"].add_metric(lv, v.min_isr)
-            for r in v.replica_views:
+            for r in v.replica_states:
                 rl = [*lv, str(r.broker)]
                 if r.leo >= 0:
                     fam["leo"].add_metric(rl, r.leo)
@@ -212,17 +211,17 @@ class ReplicationCollector(Collector):
         for (cluster, topic), opens in snap.topic_open.items():
             for o in opens:
                 open_f.add_metric(
-                    [cluster, topic, "", "", o.kind, _SEV[o.severity]], o.opened_at / 1000
+                    [cluster, topic, "", "", o.kind, o.severity.label], o.opened_at / 1000
                 )
         for b in snap.brokers.values():
             for o in b.open:
                 open_f.add_metric(
-                    [b.cluster, "", "", str(b.broker), o.kind, _SEV[o.severity]], o.opened_at / 1000
+                    [b.cluster, "", "", str(b.broker), o.kind, o.severity.label], o.opened_at / 1000
                 )
         horizon = (now - snap.event_retention_s) * 1000
         for (cluster, topic, part, kind), (at, sev) in snap.last_events.items():
             if at >= horizon:
-                last_f.add_metric([cluster, topic, str(part), kind, _SEV[sev]], at / 1000)
+                last_f.add_metric([cluster, topic, str(part), kind, sev.label], at / 1000)
         for (cluster, topic, part), n in snap.last_loss.items():
             loss.add_metric([cluster, topic, str(part)], n)
         yield from fam.values()

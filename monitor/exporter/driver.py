@@ -1,29 +1,44 @@
-"""Feeding the exporter from the Spark job's driver (``streaming/``).
+"""The exporter in the Spark job's driver (``monitor stream --metrics-port``).
 
 The job calls its driver hooks after every micro-batch with the batch's findings (dicts)
-and the touched partitions' state rows. :class:`SnapshotHook` turns those into the
-snapshot the exporter serves: partition views from the rows, topic- and broker-level
-conditions (``durability_risk``, a silent broker) from the open/resolved findings, one-off
-findings as last-event times, and the job's own health.
+and the touched partitions' state rows:
+
+* :class:`SnapshotHook` turns those into the snapshot the exporter serves: partition views
+  from the rows, topic- and broker-level conditions (``durability_risk``, a silent broker)
+  from the open/resolved findings, one-off findings as last-event times, and the job's own
+  health;
+* :class:`JobExporter` wires it to a running query: at start the snapshot is **seeded from
+  the state store** (the latest row of every partition, every stored finding) so that after
+  a restart ``/metrics`` shows the open conditions and the recent one-off findings at once
+  -- an unclean election just before the restart still pages; a watcher thread keeps the
+  monitor's own health current (whether the query runs, and how many records of the events
+  topic it has not read yet, from the query's last progress). The hook never raises into
+  Spark: an exporter problem is logged and counted, the job goes on.
 
 Why the driver and not a separate process reading the state store: the driver has every
 touched partition's state the moment a batch commits, so the exporter is never staler than
 one batch, and there is one process to run. The cost is that /metrics is down while the
-job restarts — which is exactly what the ``monitor_down`` alert is for.
+job restarts -- which is exactly what the ``monitor_down`` alert is for.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
+from pathlib import Path
 from typing import Any, Protocol
 
-from monitor.contract.views import OpenView, PartitionView, ReplicaView
-from monitor.exporter.snapshot import BrokerView, Snapshot
-from monitor.model import Finding, FindingKind, FindingState, Severity
+from monitor.contract.state import BrokerView, OpenFinding, PartitionView
+from monitor.exporter.collector import PerPartition
+from monitor.exporter.server import MetricsServer
+from monitor.exporter.snapshot import Snapshot
+from monitor.model import Finding, FindingKind, FindingState
+from monitor.query.store import StoreError, StoreReader
 
-_SEV = {"info": 0, "warning": 1, "critical": 2}
+log = logging.getLogger("monitor.exporter")
 
 
 class BatchLike(Protocol):
@@ -33,88 +48,13 @@ class BatchLike(Protocol):
     stats: dict[str, int]
 
 
-def _details(raw: Any) -> dict[str, Any]:
-    if isinstance(raw, dict):
-        return raw
-    if isinstance(raw, str) and raw:
-        loaded = json.loads(raw)
-        return loaded if isinstance(loaded, dict) else {}
-    return {}
-
-
-def view_from_state_row(r: Mapping[str, Any], min_isr: int | None = None) -> PartitionView:
-    """A :class:`PartitionView` from one of the job's state rows (``STATE_DDL``)."""
-    opens = tuple(
-        OpenView(
-            o["kind"],
-            _SEV.get(o["severity"], 1),
-            o.get("broker"),
-            int(o["opened_at"]),
-            _details(o.get("details")),
-        )
-        for o in (r.get("open_findings") or [])
-    )
-    if min_isr is None and r.get("min_isr") is not None:
-        min_isr = int(r["min_isr"])
-    if min_isr is None:
-        for o in opens:  # the ISR conditions carry the topic's min ISR
-            if "min_isr" in o.details:
-                min_isr = int(o.details["min_isr"])
-    hw = r.get("high_watermark")
-    return PartitionView(
-        cluster=r["cluster"],
-        topic=r["topic"],
-        partition=int(r["partition"]),
-        leader=r.get("leader") if r.get("leader") is not None and r["leader"] >= 0 else None,
-        leader_epoch=int(r.get("leader_epoch") or 0),
-        replicas=tuple(r.get("replicas") or ()),
-        isr=tuple(r.get("isr") or ()),
-        min_isr=min_isr,
-        hw=int(hw) if hw is not None else -1,
-        max_hw=int(r.get("max_committed_hw") or -1),
-        uncommitted=int(r.get("uncommitted") or 0),
-        hw_lag_ms=int(r.get("hw_lag_ms") or 0),
-        replica_views=tuple(
-            ReplicaView(
-                int(x["broker"]),
-                int(x["leo"]),
-                int(x.get("lag_offsets") or 0),
-                int(x.get("lag_ms") or 0),
-                int(x.get("observed_at") or -1),
-            )
-            for x in (r.get("replica_states") or [])
-        ),
-        open=opens,
-        lineage=tuple(
-            (int(e["epoch"]), int(e["start_offset"]), e.get("leader"), int(e["at"]))
-            for e in (r.get("lineage") or [])
-        ),
-        last_seen=int(r.get("updated_at") or -1),
-    )
-
-
-def finding_from_dict(d: Mapping[str, Any]) -> Finding:
-    return Finding(
-        FindingKind(d["kind"]),
-        FindingState(d["state"]),
-        Severity.parse(d["severity"]),
-        d["cluster"],
-        d.get("topic"),
-        d.get("partition"),
-        int(d["at"]),
-        int(d["opened_at"]),
-        d.get("broker"),
-        _details(d.get("details")),
-    )
-
-
 def apply_global_conditions(snap: Snapshot, findings: Iterable[Finding]) -> None:
     """Topic- and broker-level conditions (no partition) from open/resolved findings."""
     with snap.lock:
         for f in findings:
             if f.partition is not None or f.state is FindingState.EVENT:
                 continue
-            ov = OpenView(str(f.kind), int(f.severity), f.broker, f.opened_at, dict(f.details))
+            ov = OpenFinding(str(f.kind), f.severity, f.opened_at, f.broker, dict(f.details))
             if f.topic is not None:
                 key = (f.cluster, f.topic)
                 rest = tuple(o for o in snap.topic_open.get(key, ()) if o.kind != ov.kind)
@@ -144,10 +84,10 @@ class SnapshotHook:
     def __call__(self, batch: BatchLike) -> None:
         rows = [r.asDict(recursive=True) for r in batch.states.collect()]
         # A partition written twice in a batch (its events, then its bucket's timer): the
-        # later row wins, as in the store (``streaming.store.NEWEST_FIRST``).
+        # later row wins, as in the store (``monitor.contract.store.NEWEST_FIRST``).
         rows.sort(key=lambda r: -1 if r.get("row_seq") is None else r["row_seq"])
-        views = [view_from_state_row(r) for r in rows]
-        findings = [finding_from_dict(d) for d in batch.findings]
+        views = [PartitionView.from_row(r) for r in rows]
+        findings = [Finding.from_dict(d) for d in batch.findings]
         snap = self.snapshot
         snap.update_partitions(views)
         snap.record_findings(findings)
@@ -156,8 +96,143 @@ class SnapshotHook:
             h = snap.health
             for v in views:
                 h.newest_observed_at[v.cluster] = max(
-                    h.newest_observed_at.get(v.cluster, 0), v.last_seen
+                    h.newest_observed_at.get(v.cluster, 0), v.updated_at
                 )
             h.events_processed += int(batch.stats.get("accepted", 0))
             h.events_dead_lettered += int(batch.stats.get("dead_lettered", 0))
             h.last_batch_at = time.time()
+
+
+# --- the exporter of a running job ----------------------------------------------------------
+
+
+def input_lag(progress: dict[str, Any] | None) -> int:
+    """Records the query has not read: Σ (latest offset - end offset) over its Kafka sources.
+
+    -1 when unknown (no progress yet, or a source without offsets).
+
+    >>> input_lag({"sources": [{"latestOffset": '{"t":{"0":10,"1":5}}',
+    ...                         "endOffset": '{"t":{"0":7,"1":5}}'}]})
+    3
+    >>> input_lag(None)
+    -1
+    """
+    if not progress:
+        return -1
+    total = 0
+    for src in progress.get("sources") or []:
+        latest, end = _offsets(src.get("latestOffset")), _offsets(src.get("endOffset"))
+        if not isinstance(latest, dict) or not isinstance(end, dict):
+            return -1
+        for topic, parts in latest.items():
+            done = end.get(topic) or {}
+            for part, offset in parts.items():
+                total += max(0, int(offset) - int(done.get(part, 0)))
+    return total
+
+
+def _offsets(value: Any) -> Any:
+    """A progress report's offsets: ``{"topic": {"partition": offset}}`` (JSON or parsed)."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return None
+    return value
+
+
+class JobExporter:
+    """``/metrics`` of the job: start it before the query, ``watch`` the query, ``stop``."""
+
+    def __init__(
+        self,
+        store: str,
+        host: str = "127.0.0.1",
+        port: int = 9308,
+        per_partition: PerPartition = "findings",
+        event_retention_s: float = 86_400.0,
+    ) -> None:
+        self.store = store
+        self.snapshot = Snapshot(event_retention_s)
+        self.server = MetricsServer(
+            self.snapshot, host=host, port=port, per_partition=per_partition
+        )
+        self._hook = SnapshotHook(self.snapshot)
+        # SnapshotHook marks the engine running; here the query does not exist yet: until
+        # ``watch`` sees it active, a (re)started job seeded from a fresh store must not
+        # report monitor_up 1 while Spark is still starting.
+        self.snapshot.health.running = False
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.hook_errors = 0
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.seed()
+        self.server.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self.snapshot.health.running = False
+        self.server.stop()
+
+    def seed(self) -> int:
+        """Load the store's latest partition rows and findings; returns partitions loaded."""
+        if "://" in self.store or not Path(self.store).exists():
+            return 0  # remote stores: the first batches fill the snapshot
+        try:
+            reader = StoreReader(self.store)
+            views = (
+                [PartitionView.from_row(r) for r in reader.current()] if reader.has_state else []
+            )
+            found = reader.all_findings()
+        except StoreError:
+            return 0  # nothing written yet
+        except Exception as e:  # a damaged store must not stop the job
+            log.warning("exporter: could not seed from the store %s: %s", self.store, e)
+            return 0
+        snap = self.snapshot
+        snap.update_partitions(views)
+        found.sort(key=lambda f: f.at)
+        snap.record_findings(found)
+        apply_global_conditions(snap, found)
+        with snap.lock:
+            for v in views:
+                h = snap.health.newest_observed_at
+                h[v.cluster] = max(h.get(v.cluster, 0), v.updated_at)
+        log.info(
+            "exporter: seeded %d partitions, %d findings from %s",
+            len(views),
+            len(found),
+            self.store,
+        )
+        return len(views)
+
+    def hook(self, batch: BatchLike) -> None:
+        """The driver hook: never lets an exporter problem fail the batch."""
+        try:
+            self._hook(batch)
+            self.snapshot.expire(int(time.time() * 1000))
+        except Exception:
+            self.hook_errors += 1
+            log.exception("exporter: batch %s not applied to /metrics", batch.batch_id)
+
+    def watch(self, query: Any, every_s: float = 2.0) -> None:
+        """Keep ``running`` and the input lag current from the query (a daemon thread)."""
+
+        def loop() -> None:
+            while not self._stop.wait(every_s):
+                try:
+                    active = bool(query.isActive)
+                    lag = input_lag(query.lastProgress)
+                except Exception:  # the JVM is going away
+                    active, lag = False, -1
+                with self.snapshot.lock:
+                    self.snapshot.health.running = active
+                    self.snapshot.health.input_lag_records = lag
+
+        self._thread = threading.Thread(target=loop, name="exporter-watch", daemon=True)
+        self._thread.start()

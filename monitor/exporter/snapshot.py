@@ -9,19 +9,10 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from monitor.contract.views import OpenView, PartitionView, open_view, partition_view
-from monitor.model import ClusterModel, Finding, FindingState
+from monitor.contract.state import BrokerView, OpenFinding, PartitionView, open_finding, view_of
+from monitor.model import ClusterModel, Finding, FindingState, Severity
 
 PKey = tuple[str, str, int]
-
-
-@dataclass(frozen=True, slots=True)
-class BrokerView:
-    cluster: str
-    broker: int
-    alive: bool
-    observed_at: int
-    open: tuple[OpenView, ...] = ()
 
 
 @dataclass(slots=True)
@@ -42,10 +33,10 @@ class Snapshot:
     def __init__(self, event_retention_s: float = 86_400.0) -> None:
         self.lock = threading.Lock()
         self.partitions: dict[PKey, PartitionView] = {}
-        self.topic_open: dict[tuple[str, str], tuple[OpenView, ...]] = {}
+        self.topic_open: dict[tuple[str, str], tuple[OpenFinding, ...]] = {}
         self.brokers: dict[tuple[str, int], BrokerView] = {}
         #: (cluster, topic, partition, kind) -> (at ms, severity) of the last one-off finding.
-        self.last_events: dict[tuple[str, str, int, str], tuple[int, int]] = {}
+        self.last_events: dict[tuple[str, str, int, str], tuple[int, Severity]] = {}
         self.last_loss: dict[PKey, int] = {}
         self.events_total: dict[tuple[str, str], int] = {}
         self.lost_total: dict[tuple[str, str], int] = {}
@@ -65,7 +56,7 @@ class Snapshot:
                 self.events_total[key] = self.events_total.get(key, 0) + 1
                 if f.topic is None or f.partition is None:
                     continue
-                self.last_events[(f.cluster, f.topic, f.partition, kind)] = (f.at, int(f.severity))
+                self.last_events[(f.cluster, f.topic, f.partition, kind)] = (f.at, f.severity)
                 if kind == "committed_data_loss":
                     lost = int(f.details.get("lost_count", 0))
                     self.last_loss[(f.cluster, f.topic, f.partition)] = lost
@@ -82,16 +73,16 @@ class Snapshot:
         with self.lock:
             for key, ps in model.partitions.items():
                 ts = model.topics.get((ps.cluster, ps.topic))
-                self.partitions[key] = partition_view(ps, ts.config if ts else None)
+                self.partitions[key] = view_of(ps, ts.config if ts else None)
             for (cluster, topic), ts in model.topics.items():
-                self.topic_open[(cluster, topic)] = tuple(open_view(c) for c in ts.open.values())
+                self.topic_open[(cluster, topic)] = tuple(open_finding(c) for c in ts.open.values())
             for (cluster, broker), bs in model.brokers.items():
                 self.brokers[(cluster, broker)] = BrokerView(
                     cluster,
                     broker,
                     bs.alive,
                     bs.observed_at,
-                    tuple(open_view(c) for c in bs.open.values()),
+                    tuple(open_finding(c) for c in bs.open.values()),
                 )
             for ps in model.partitions.values():
                 prev = self.health.newest_observed_at.get(ps.cluster, 0)

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from monitor.contract.views import PartitionView
+from monitor.contract.state import PartitionView
 from monitor.query.sources import Sample
 
 
@@ -36,8 +36,8 @@ def plot_watermarks(
         by = [y for _, y in pts if y is not None]
         if bx:
             ax.step(bx, by, where="post", color=colours[i % len(colours)], label=f"LEO broker {b}")
-    hx = [x for x, s in zip(xs, history, strict=True) if s.hw >= 0]
-    hy = [s.hw for s in history if s.hw >= 0]
+    hx = [x for x, s in zip(xs, history, strict=True) if s.high_watermark >= 0]
+    hy = [s.high_watermark for s in history if s.high_watermark >= 0]
     ax.step(hx, hy, where="post", color="black", linewidth=2.5, label="HW (committed below)")
     last_epoch = None
     for x, s in zip(xs, history, strict=True):

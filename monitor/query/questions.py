@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from monitor.contract.views import PartitionView
+from monitor.contract.state import PartitionView
 from monitor.model.rules import durability_profile, durability_risks
 from monitor.model.state import TopicConfig
 
@@ -56,7 +56,7 @@ def what_if(views: Iterable[PartitionView], stopped: set[int]) -> list[Impact]:
     for v in views:
         if not stopped.intersection(v.replicas):
             continue
-        leos = {r.broker: r.leo for r in v.replica_views}
+        leos = {r.broker: r.leo for r in v.replica_states}
         isr_left = tuple(b for b in v.isr if b not in stopped)
         replicas_left = tuple(b for b in v.replicas if b not in stopped)
         leader_down = v.leader is None or v.leader in stopped
@@ -67,7 +67,8 @@ def what_if(views: Iterable[PartitionView], stopped: set[int]) -> list[Impact]:
         elif not isr_left:
             outcome = Outcome.UNCLEAN
             best = max((leos.get(b, -1) for b in replicas_left), default=-1)
-            committed = max(0, v.hw - best) if best >= 0 and v.hw >= 0 else max(0, v.hw)
+            hw = v.high_watermark
+            committed = max(0, hw - best) if best >= 0 and hw >= 0 else max(0, hw)
         elif v.min_isr is not None and len(isr_left) < v.min_isr:
             outcome = Outcome.UNDER_MIN_ISR
         elif leader_down:
@@ -76,7 +77,7 @@ def what_if(views: Iterable[PartitionView], stopped: set[int]) -> list[Impact]:
             outcome = Outcome.DEGRADED
         if leader_down and leader_leo >= 0 and isr_left:
             best_isr = max((leos.get(b, -1) for b in isr_left), default=-1)
-            uncommitted = max(0, leader_leo - max(best_isr, v.hw))
+            uncommitted = max(0, leader_leo - max(best_isr, v.high_watermark))
         was_under_min = v.min_isr is not None and len(v.isr) < v.min_isr
         already = outcome is Outcome.UNDER_MIN_ISR and was_under_min
         out.append(
@@ -160,16 +161,13 @@ class Status:
     newest_observed_at: int = -1
 
 
-SEVERITY_NAMES = ("info", "warning", "critical")
-
-
 def status(views: Iterable[PartitionView], silent_brokers: Iterable[int] = ()) -> Status:
     st = Status(silent_brokers=sorted(silent_brokers))
     for v in views:
         st.partitions += 1
-        st.newest_observed_at = max(st.newest_observed_at, v.last_seen)
-        for o in v.open:
-            st.open_by_severity[SEVERITY_NAMES[o.severity]] += 1
+        st.newest_observed_at = max(st.newest_observed_at, v.updated_at)
+        for o in v.open_findings:
+            st.open_by_severity[o.severity.label] += 1
             st.open_by_kind[o.kind] += 1
         st.offline += v.leader is None
         st.under_min_isr += v.min_isr is not None and len(v.isr) < v.min_isr

@@ -17,13 +17,13 @@ without building 100k views; :class:`ViewQueries` derives them from ``partitions
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from monitor.contract.views import PartitionView, partition_view
-from monitor.exporter.snapshot import BrokerView
+from monitor.contract.state import BrokerView, PartitionView, view_of
 from monitor.model import ClusterModel, Finding, ModelConfig, TopicConfig
 from monitor.query.questions import Status, status
 from monitor.query.replay import ReplayStats, replay
@@ -38,11 +38,16 @@ class Sample:
     """One point of a partition's history: watermarks, ISR and leadership at ``at``."""
 
     at: int
-    hw: int
+    high_watermark: int
     leader: int | None
     leader_epoch: int
     isr: tuple[int, ...]
     leos: tuple[tuple[int, int], ...]  # (broker, LEO)
+
+    @property
+    def content(self) -> tuple[object, ...]:
+        """Everything but the time: a history keeps a sample only when this changes."""
+        return (self.high_watermark, self.leader, self.leader_epoch, self.isr, self.leos)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +104,7 @@ class ViewQueries:
         return [
             v
             for v in self.partitions()
-            if (topic is None or v.topic == topic) and any(o.kind == kind for o in v.open)
+            if (topic is None or v.topic == topic) and any(o.kind == kind for o in v.open_findings)
         ]
 
     def holding(self, brokers: set[int]) -> list[PartitionView]:
@@ -110,7 +115,7 @@ class ViewQueries:
         return status(self.partitions(), silent)
 
     def freshness(self) -> Freshness:
-        return Freshness(max((v.last_seen for v in self.partitions()), default=-1))
+        return Freshness(max((v.updated_at for v in self.partitions()), default=-1))
 
 
 def unknown_partition(
@@ -130,18 +135,14 @@ def unknown_partition(
     )
 
 
-def _content(s: Sample) -> tuple[object, ...]:
-    return (s.hw, s.leader, s.leader_epoch, s.isr, s.leos)
-
-
 def sample_of(v: PartitionView, at: int) -> Sample:
     return Sample(
         at,
-        v.hw,
+        v.high_watermark,
         v.leader,
         v.leader_epoch,
         v.isr,
-        tuple((r.broker, r.leo) for r in v.replica_views if r.leo >= 0),
+        tuple((r.broker, r.leo) for r in v.replica_states if r.leo >= 0),
     )
 
 
@@ -183,10 +184,10 @@ class ReplaySource(ViewQueries):
             ps = self.model.partitions.get(key)
             if ps is None or ps.meta_at < 0:
                 continue
-            v = partition_view(ps, None)
+            v = view_of(ps, None)
             hist = self._history.setdefault((key[1], key[2]), [])
             s = sample_of(v, int(d["observed_at"]))
-            if not hist or _content(hist[-1]) != _content(s):
+            if not hist or hist[-1].content != s.content:
                 hist.append(s)  # only changes: a steady partition adds no points
 
     def partitions(self) -> list[PartitionView]:
@@ -195,7 +196,7 @@ class ReplaySource(ViewQueries):
             if self.cluster is not None and ps.cluster != self.cluster:
                 continue
             ts = self.model.topics.get((ps.cluster, ps.topic))
-            out.append(partition_view(ps, ts.config if ts else None))
+            out.append(view_of(ps, ts.config if ts else None))
         return out
 
     def topic_configs(self) -> dict[tuple[str, str], TopicConfig]:
@@ -224,3 +225,35 @@ class ReplaySource(ViewQueries):
 
     def all_findings(self) -> list[dict[str, Any]]:
         return [f.to_dict() for f in self._findings]
+
+
+def prometheus_alerts(url: str, timeout_s: float = 5.0) -> list[dict[str, Any]]:
+    """Firing alerts from Prometheus' HTTP API (``GET /api/v1/alerts``).
+
+    Raises :class:`SourceError` naming the URL when Prometheus cannot be reached or does not
+    answer like Prometheus.
+    """
+    import urllib.error
+    import urllib.request
+
+    api = url.rstrip("/") + "/api/v1/alerts"
+    try:
+        with urllib.request.urlopen(api, timeout=timeout_s) as resp:
+            body = json.loads(resp.read())
+    except urllib.error.HTTPError as e:
+        raise SourceError(f"Prometheus at {url} answered {e.code} {e.reason} for {api}") from None
+    except (urllib.error.URLError, OSError) as e:
+        reason = getattr(e, "reason", e)
+        raise SourceError(f"cannot reach Prometheus at {url}: {reason}") from None
+    except ValueError:
+        raise SourceError(f"{api} did not answer JSON: is {url} a Prometheus?") from None
+    if not isinstance(body, dict) or body.get("status") != "success":
+        raise SourceError(f"Prometheus at {url} answered {str(body)[:200]}")
+    alerts = [a for a in body["data"]["alerts"] if a.get("state") == "firing"]
+    alerts.sort(key=lambda a: (a["labels"].get("alertname", ""), sorted(a["labels"].items())))
+    return alerts
+
+
+def age_s(at_ms: int, now: float | None = None) -> float:
+    """Seconds from ``at_ms`` to now."""
+    return (time.time() if now is None else now) - at_ms / 1000

@@ -140,8 +140,7 @@ def test_a_restarted_exporter_reports_down_until_its_query_runs(tmp_path: Path) 
     ``monitor_up 0`` until the query is running (a restart takes minutes on a busy host)."""
     from monitor.dev.processes.prom import free_port
     from monitor.dev.soak import scrape
-    from monitor.exporter.driver import SnapshotHook
-    from monitor.exporter.job import JobExporter
+    from monitor.exporter.driver import JobExporter, SnapshotHook
     from monitor.exporter.snapshot import Snapshot
 
     exporter = JobExporter(str(tmp_path / "store"), port=free_port())

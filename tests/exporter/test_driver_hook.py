@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from monitor.contract.state import EpochRow, PartitionView
 from monitor.exporter import Snapshot
-from monitor.exporter.driver import apply_global_conditions, finding_from_dict, view_from_state_row
+from monitor.exporter.driver import apply_global_conditions
+from monitor.model import Finding
 
 ROW = {
     "cluster": "lab",
@@ -53,12 +55,12 @@ ROW = {
 
 
 def test_state_row_becomes_a_view() -> None:
-    v = view_from_state_row(ROW)
-    assert v.leader is None and v.leader_epoch == 7 and v.hw == 500
+    v = PartitionView.from_row(ROW)
+    assert v.leader is None and v.leader_epoch == 7 and v.high_watermark == 500
     assert v.min_isr == 2  # learnt from the ISR condition's details
-    assert [o.kind for o in v.open] == ["offline", "under_min_isr"]
-    assert v.open[0].details == {"last_leader": 1}
-    assert v.lineage == ((7, -1, None, 9),)
+    assert [o.kind for o in v.open_findings] == ["offline", "under_min_isr"]
+    assert v.open_findings[0].details == {"last_leader": 1}
+    assert v.lineage == (EpochRow(7, -1, None, 9),)
 
 
 def test_topic_and_broker_conditions_follow_open_and_resolved() -> None:
@@ -82,12 +84,12 @@ def test_topic_and_broker_conditions_follow_open_and_resolved() -> None:
         broker=3,
         details={"alive": False},
     )
-    apply_global_conditions(snap, [finding_from_dict(risk), finding_from_dict(silent)])
+    apply_global_conditions(snap, [Finding.from_dict(risk), Finding.from_dict(silent)])
     assert [o.kind for o in snap.topic_open[("lab", "orders")]] == ["durability_risk"]
     assert not snap.brokers[("lab", 3)].alive
     resolved = [
-        finding_from_dict(dict(risk, state="resolved", at=9)),
-        finding_from_dict(dict(silent, state="resolved", at=9)),
+        Finding.from_dict(dict(risk, state="resolved", at=9)),
+        Finding.from_dict(dict(silent, state="resolved", at=9)),
     ]
     apply_global_conditions(snap, resolved)
     assert snap.topic_open[("lab", "orders")] == ()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from monitor.contract.events import to_model, validate_event
-from monitor.contract.views import PartitionView, partition_view
+from monitor.contract.state import PartitionView, view_of
 from monitor.dev.testing import Timeline
 from monitor.model import ClusterModel, TopicConfig
 from monitor.query.questions import Outcome, audit, status, what_if
@@ -14,8 +14,7 @@ def _views(tl: Timeline) -> list[PartitionView]:
     for ev in tl.events:
         model.apply(to_model(validate_event(ev)))
     return [
-        partition_view(ps, model.topics[(ps.cluster, ps.topic)].config)
-        for ps in model.partitions.values()
+        view_of(ps, model.topics[(ps.cluster, ps.topic)].config) for ps in model.partitions.values()
     ]
 
 

@@ -20,8 +20,7 @@ import pytest
 
 from bench._synthetic_store import SyntheticStore, write_store
 from monitor.cli import main
-from monitor.contract.views import PartitionView
-from monitor.exporter.driver import view_from_state_row
+from monitor.contract.state import PartitionView
 from monitor.model import TopicConfig
 from monitor.query.questions import audit, status, what_if
 
@@ -38,7 +37,7 @@ def reference(synthetic: SyntheticStore) -> list[PartitionView]:
     last = synthetic.phases - 1
     rows = pq.read_table(synthetic.root / "state" / f"batch_id={last}").to_pylist()
     assert len(rows) == N
-    return [view_from_state_row(r) for r in rows]
+    return [PartitionView.from_row(r) for r in rows]
 
 
 def _json(capsys: pytest.CaptureFixture[str], *argv: str) -> Any:
@@ -72,7 +71,9 @@ def test_partitions_with_a_finding(
 ) -> None:
     rows = _json(capsys, "partitions", "--finding", "under_min_isr", "--store", str(synthetic.root))
     expected = sorted(
-        (v.topic, v.partition) for v in reference if any(o.kind == "under_min_isr" for o in v.open)
+        (v.topic, v.partition)
+        for v in reference
+        if any(o.kind == "under_min_isr" for o in v.open_findings)
     )
     assert [(r["topic"], r["partition"]) for r in rows] == expected
     assert len(expected) >= synthetic.counts["under_min_isr"]

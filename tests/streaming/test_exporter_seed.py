@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from monitor.dev.processes.prom import free_port
-from monitor.exporter.job import JobExporter
+from monitor.exporter.driver import JobExporter
 from streaming.config import StreamingConfig
 from streaming.job import BatchOutput, parquet_source, start
 from tests.scenarios import SCENARIOS

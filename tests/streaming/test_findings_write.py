@@ -11,15 +11,20 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from streaming import store as store_mod
-from streaming.job import FINDING_DDL, write_findings_locally
-from streaming.store import is_local
+from monitor.contract.store import FINDING_DDL
+from monitor.query.store import StoreReader
+from streaming.store import is_local, write_findings_locally
 
 ROWS = [
     ("f-1", "under_min_isr", "open", "critical", "c1", "orders", 0, None, 1_000, 1_000,
      '{"isr":[1],"min_isr":2}'),
     ("f-2", "stale_telemetry", "open", "warning", "c1", None, None, 3, 1_500, 1_500, "{}"),
 ]  # fmt: skip
+
+
+def _findings(store: Path) -> list[dict[str, Any]]:
+    """What the store's reader sees: every finding, by time."""
+    return StoreReader(store).query('SELECT * FROM findings ORDER BY "at", id')
 
 
 def test_the_local_write_matches_the_spark_write(spark: Any, tmp_path: Path) -> None:
@@ -32,10 +37,8 @@ def test_the_local_write_matches_the_spark_write(spark: Any, tmp_path: Path) -> 
     )
     by_arrow = pq.read_schema(local)
     assert [(f.name, f.type) for f in by_arrow] == [(f.name, f.type) for f in by_spark]
-    assert store_mod.findings(str(tmp_path / "local")) == store_mod.findings(
-        str(tmp_path / "spark")
-    )
-    assert [f["id"] for f in store_mod.findings(str(tmp_path / "local"))] == ["f-1", "f-2"]
+    assert _findings(tmp_path / "local") == _findings(tmp_path / "spark")
+    assert [f["id"] for f in _findings(tmp_path / "local")] == ["f-1", "f-2"]
 
 
 def test_a_replayed_batch_replaces_its_findings_and_leaves_no_temporary_folder(
@@ -48,7 +51,7 @@ def test_a_replayed_batch_replaces_its_findings_and_leaves_no_temporary_folder(
         "batch_id=7",
         "batch_id=8",
     ]
-    assert [f["id"] for f in store_mod.findings(str(tmp_path))] == ["f-1", "f-2"]
+    assert [f["id"] for f in _findings(tmp_path)] == ["f-1", "f-2"]
     assert len(list((tmp_path / "findings" / "batch_id=7").iterdir())) == 1
 
 

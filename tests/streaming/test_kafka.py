@@ -102,9 +102,9 @@ def test_kafka_end_to_end(
     assert (c.accepted, c.dead_lettered) == (produced - 2, 2)  # counts reconcile
     assert produced == len(records)
     # The state store has every touched partition; DuckDB reads the latest row of each.
-    from streaming.store import current_state
+    from monitor.query.store import StoreReader
 
-    state = current_state(str(tmp_path / "store"))
+    state = StoreReader(tmp_path / "store").current()
     assert {(r["topic"], r["partition"]) for r in state} == {("unclean", 0), ("minisr", 0)}
     unclean = next(r for r in state if r["topic"] == "unclean")
     assert [e["epoch"] for e in unclean["lineage"]][-1] == unclean["leader_epoch"]

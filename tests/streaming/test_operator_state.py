@@ -266,31 +266,6 @@ def test_a_stale_cache_of_another_history_is_not_trusted(monkeypatch: pytest.Mon
     _same_model(op._CACHE[("x", 0)][1].model, reference)
 
 
-def test_state_json_is_the_state_row_as_json() -> None:
-    model = ClusterModel(ModelConfig())
-    checked = with_open = 0
-
-    def check() -> None:
-        nonlocal checked, with_open
-        for ps in model.partitions.values():
-            ts = model.topics.get((ps.cluster, ps.topic))
-            for config in {None, ts.config if ts is not None else None}:
-                expected = json.dumps(op.state_row(ps, config), separators=(",", ":"), default=str)
-                assert op.state_json(ps, config) == expected
-                checked += 1
-                with_open += bool(ps.open)
-
-    records = _records()
-    for i, raw in enumerate(records):
-        ev = to_model(parse_event(raw))
-        model.apply(ev)
-        if i % 1000 == 999:
-            model.tick(ev.observed_at + 120_000)  # stale everywhere: open conditions
-            check()
-    check()
-    assert checked > 5_000 and with_open > 1_000, (checked, with_open)
-
-
 def test_model_restore_replaces_states_and_drops_derived_contexts() -> None:
     recs = [to_model(parse_event(json.dumps(e))) for e in generate(20, 2, seed=5)]
     model = ClusterModel(ModelConfig())

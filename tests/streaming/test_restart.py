@@ -25,8 +25,8 @@ from typing import Any
 import pytest
 
 from monitor.dev.synth import generate
+from monitor.query.store import StoreReader
 from streaming.job import start
-from streaming.store import current_state
 from tests.streaming.kafka_io import (
     findings_across_restart,
     findings_by_id,
@@ -85,7 +85,7 @@ def _state(store: Path) -> dict[tuple[str, str, int], dict[str, Any]]:
         (r["cluster"], r["topic"], r["partition"]): {
             k: v for k, v in r.items() if k not in ("batch_id",)
         }
-        for r in current_state(str(store))
+        for r in StoreReader(store).current()
     }
 
 

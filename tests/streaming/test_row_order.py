@@ -19,7 +19,8 @@ import pyarrow.parquet as pq
 from bench._synthetic_store import STATE_SCHEMA
 from monitor.exporter.driver import SnapshotHook
 from monitor.exporter.snapshot import Snapshot
-from streaming.store import Compactor, StoreReader, current_state, history
+from monitor.query.store import StoreReader
+from streaming.store import Compactor
 
 SCHEMA = STATE_SCHEMA  # the Spark-written columns, row_seq included
 
@@ -79,13 +80,11 @@ def _opens(row: dict[str, Any]) -> list[str]:
 
 def test_the_store_keeps_the_later_row_of_a_batch(tmp_path: Path) -> None:
     root = _store(tmp_path)
-    [cur] = current_state(str(root))
-    assert cur["row_seq"] == 41 and _opens(cur) == []
     [cur] = StoreReader(root).current()
     assert cur["row_seq"] == 41 and _opens(cur) == []
-    assert [r["row_seq"] for r in history(str(root), "c", "orders", 0)] == [40, 41]
+    assert [r["row_seq"] for r in StoreReader(root).history("orders", 0)] == [40, 41]
     Compactor(str(root), every=1, history_s=0)(type("B", (), {"batch_id": 8})())
-    [cur] = current_state(str(root))
+    [cur] = StoreReader(root).current()  # from the snapshot now
     assert cur["row_seq"] == 41 and _opens(cur) == []
 
 
@@ -114,15 +113,15 @@ def test_the_exporter_keeps_the_later_row_of_a_batch() -> None:
     snap = Snapshot()
     SnapshotHook(snap)(_Batch())
     view = snap.partitions[("c", "orders", 0)]
-    assert [o.kind for o in view.open] == []
+    assert [o.kind for o in view.open_findings] == []
 
 
 def test_the_exporter_seeded_from_the_store_agrees(tmp_path: Path) -> None:
-    from monitor.exporter.job import JobExporter
+    from monitor.exporter.driver import JobExporter
 
     exp = JobExporter(str(_store(tmp_path)), port=0)
     assert exp.seed() == 1
-    assert [o.kind for o in exp.snapshot.partitions[("c", "orders", 0)].open] == []
+    assert [o.kind for o in exp.snapshot.partitions[("c", "orders", 0)].open_findings] == []
 
 
 def test_findings_reach_kafka_in_the_order_they_were_found(spark: Any) -> None:

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench._synthetic_store import write_store
-from streaming.store import Compactor, current_state, history
+from monitor.query.store import StoreReader
+from streaming.store import Compactor
 
 
 @dataclass
@@ -24,7 +25,7 @@ def _folders(root: Path) -> list[int]:
 def test_compactor_folds_only_old_committed_batches(tmp_path: Path) -> None:
     store = write_store(tmp_path / "store", 2_000, phases=4)
     root = store.root
-    before = {(r["topic"], r["partition"]): r for r in current_state(str(root))}
+    before = {(r["topic"], r["partition"]): r for r in StoreReader(root).current()}
     assert _folders(root) == [0, 1, 2, 3]
     old = time.time() - 7200
     for b in (0, 1):  # two hours old; 2 and 3 are recent
@@ -36,10 +37,10 @@ def test_compactor_folds_only_old_committed_batches(tmp_path: Path) -> None:
     hook(_Batch(4))
     assert hook.compactions == 1
     assert _folders(root) == [2, 3]  # recent history kept for explain
-    after = {(r["topic"], r["partition"]): r for r in current_state(str(root))}
+    after = {(r["topic"], r["partition"]): r for r in StoreReader(root).current()}
     assert after.keys() == before.keys()
     for key, row in before.items():
         assert after[key]["high_watermark"] == row["high_watermark"], key
         assert after[key]["updated_at"] == row["updated_at"], key
     (topic, part), row = next(iter(before.items()))
-    assert len(history(str(root), row["cluster"], topic, part)) >= 2  # snapshot + recent
+    assert len(StoreReader(root, row["cluster"]).history(topic, part)) >= 2  # snapshot + recent

@@ -176,7 +176,7 @@ class FindingsReader:
     def _run(self) -> None:
         from kafka import KafkaConsumer
 
-        from monitor.exporter.driver import finding_from_dict
+        from monitor.model import Finding
 
         consumer = None
         while not self._stop.is_set():
@@ -196,7 +196,7 @@ class FindingsReader:
                         if d["id"] in self._ids:
                             continue  # a replayed batch re-sends the same ids
                         self._ids.add(d["id"])
-                        f = finding_from_dict(d)
+                        f = Finding.from_dict(d)
                         self.raw.append(d)
                         self.findings.append(f)
                         if self.on_finding is not None:

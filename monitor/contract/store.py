@@ -1,0 +1,79 @@
+"""The state store's shape: where the job writes, what a row holds, which row is newest.
+
+The Spark job writes the store (``streaming/store.py``); the runbook CLI and the exporter
+read it (:mod:`monitor.query.store`). Both take the layout from here::
+
+    state/batch_id=<n>/part-*.parquet      the touched partitions' rows after batch n
+                                           (:data:`~monitor.contract.state.STATE_DDL`)
+    findings/batch_id=<n>/part-*.parquet   the findings of batch n (:data:`FINDING_DDL`)
+    snapshot/state.parquet                 the newest row per partition up to the batch
+    snapshot/snapshot.json                 named there (``{"upto_batch": n}``)
+
+Each micro-batch writes its own ``batch_id=<n>`` folders, replacing them: a batch replayed
+after a failure rewrites the same folders with the same rows, so the store is idempotent by
+batch id. A partition's current state is its newest row (:data:`NEWEST_FIRST`); all its
+rows are its history, for ``explain``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from monitor.contract.state import STATE_DDL
+
+STATE = "state"
+FINDINGS = "findings"
+SNAPSHOT_FILE = "snapshot/state.parquet"
+SNAPSHOT_MARK = "snapshot/snapshot.json"
+
+#: Which of a partition's rows is the newest: the batch, then the order of the bucket's
+#: calls within the batch (``streaming.operator.row_seq``: a timer row after an input row,
+#: both with the same ``updated_at``), then ``updated_at`` for rows without ``row_seq``.
+NEWEST_FIRST = "batch_id DESC, coalesce(row_seq, -1) DESC, updated_at DESC"
+
+#: The findings table: :meth:`monitor.model.Finding.to_dict`'s keys, in its order, with
+#: ``details`` as JSON text.
+FINDING_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("id", "string"),
+    ("kind", "string"),
+    ("state", "string"),
+    ("severity", "string"),
+    ("cluster", "string"),
+    ("topic", "string"),
+    ("partition", "int"),
+    ("broker", "int"),
+    ("at", "long"),
+    ("opened_at", "long"),
+    ("details", "string"),
+)
+FINDING_DDL = ", ".join(f"{name} {kind}" for name, kind in FINDING_COLUMNS)
+
+
+def finding_store_row(d: Mapping[str, Any]) -> tuple[Any, ...]:
+    """A finding dict (:meth:`~monitor.model.Finding.to_dict`) as a findings-table row.
+
+    >>> finding_store_row({"id": "x", "kind": "offline", "state": "open", "severity": "critical",
+    ...              "cluster": "c", "topic": "t", "partition": 0, "broker": None,
+    ...              "at": 5, "opened_at": 5, "details": {"epoch": 3}})[-1]
+    '{"epoch":3}'
+    """
+    import json
+
+    return tuple(
+        json.dumps(d[name], separators=(",", ":")) if name == "details" else d[name]
+        for name, _ in FINDING_COLUMNS
+    )
+
+
+__all__ = [
+    "FINDINGS",
+    "FINDING_COLUMNS",
+    "FINDING_DDL",
+    "NEWEST_FIRST",
+    "SNAPSHOT_FILE",
+    "SNAPSHOT_MARK",
+    "STATE",
+    "STATE_DDL",
+    "finding_store_row",
+]
