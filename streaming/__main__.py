@@ -2,6 +2,6 @@
 
 import sys
 
-from streaming.job import main
+from streaming.cli import main
 
 sys.exit(main())

@@ -2,13 +2,14 @@
 
 ``register(sub)`` adds the subcommand to the ``monitor`` CLI (module ``streaming.cli``);
 :func:`build_parser` is the same options as a standalone parser, for ``python -m streaming``
-and ``spark-submit streaming/job.py``.
+and ``spark-submit streaming/cli.py``: the job's one entry point.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -146,6 +147,12 @@ def run(args: argparse.Namespace) -> int:
         return 2
 
 
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m streaming`` and ``spark-submit streaming/cli.py``: same flags, same
+    errors as ``monitor stream`` (a bad setting is one line and exit 2, not a traceback)."""
+    return run(build_parser().parse_args(argv))
+
+
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "stream",
@@ -156,3 +163,7 @@ def register(sub: Any) -> None:
     )
     add_options(p)
     p.set_defaults(func=run)
+
+
+if __name__ == "__main__":  # spark-submit streaming/cli.py ...
+    sys.exit(main())

@@ -10,7 +10,8 @@
                        partition state -> Parquet store (batch_id=<n>/, idempotent)
                        driver hook(s) -> e.g. the Prometheus exporter
 
-Also runs under ``spark-submit streaming/job.py ...`` (same flags as ``monitor stream``).
+Its entry point is :mod:`streaming.cli` (``monitor stream``, ``python -m streaming``,
+``spark-submit streaming/cli.py``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from __future__ import annotations
 import json
 import logging
 import shutil
-import sys
 import threading
 import time
 from collections import deque
@@ -570,19 +570,3 @@ def reset(cfg: StreamingConfig) -> None:
     for loc in (cfg.checkpoint_location, cfg.store_location):
         if is_local(loc) and Path(loc).exists():
             shutil.rmtree(loc)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    from streaming.cli import build_parser, config_from_args
-
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    try:
-        return run(config_from_args(args))
-    except LayoutError as e:
-        print(f"streaming job: {e}", file=sys.stderr)
-        return 2
-
-
-if __name__ == "__main__":  # spark-submit streaming/job.py ...
-    sys.exit(main())

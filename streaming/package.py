@@ -5,7 +5,7 @@ processor. On the local machine the venv has both installed; on a cluster either
 the wheel on every node, or pass this zip::
 
     python -m streaming.package dist/monitor-py.zip
-    spark-submit --py-files dist/monitor-py.zip ... streaming/job.py ...
+    spark-submit --py-files dist/monitor-py.zip ... streaming/cli.py ...
 
 The third-party packages (pydantic, pandas, pyarrow, protobuf) must be in the executors'
 Python (``spark.pyspark.python``); they are not zipped (pydantic has native code).

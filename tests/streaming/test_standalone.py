@@ -121,7 +121,7 @@ def test_kafka_end_to_end_on_standalone_cluster(
         "--conf", f"spark.pyspark.python={sys.executable}",
         "--conf", "spark.executor.memory=2g",
         "--conf", "spark.cores.max=2",
-        str(REPO / "streaming" / "job.py"),
+        str(REPO / "streaming" / "cli.py"),
         "--master", "none",
         "--no-jars",
         "--bootstrap", bootstrap,
