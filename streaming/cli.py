@@ -8,6 +8,7 @@ and ``spark-submit streaming/cli.py``: the job's one entry point.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -19,7 +20,11 @@ from streaming.config import StreamingConfig, load_config
 
 def add_options(p: argparse.ArgumentParser) -> None:
     d = StreamingConfig.model_fields
-    p.add_argument("--bootstrap", help=f"Kafka bootstrap servers ({d['bootstrap'].default})")
+    p.add_argument(
+        "--bootstrap",
+        help="bootstrap servers of the monitor's Kafka cluster (127.0.0.1:19092; the rest of "
+        "the connection: MONITOR_STREAMING_KAFKA__*)",
+    )
     p.add_argument("--events-topic", help=f"events topic ({d['events_topic'].default})")
     p.add_argument("--findings-topic", help=f"findings topic ({d['findings_topic'].default})")
     p.add_argument(
@@ -77,7 +82,6 @@ def add_options(p: argparse.ArgumentParser) -> None:
 
 def config_from_args(args: argparse.Namespace) -> StreamingConfig:
     overrides: dict[str, Any] = {
-        "bootstrap": args.bootstrap,
         "events_topic": args.events_topic,
         "findings_topic": args.findings_topic,
         "deadletter_topic": args.deadletter_topic,
@@ -103,6 +107,8 @@ def config_from_args(args: argparse.Namespace) -> StreamingConfig:
             cfg_master_none = False
     else:
         cfg_master_none = False
+    if args.bootstrap is not None:
+        overrides["kafka"] = {"bootstrap_servers": args.bootstrap}
     if args.no_jars:
         overrides["jars"] = []
     if args.conf:
@@ -115,9 +121,8 @@ def config_from_args(args: argparse.Namespace) -> StreamingConfig:
         overrides["spark_conf"] = conf
     cfg = load_config(**overrides)
     if args.stale_after_ms is not None:
-        cfg = cfg.model_copy(
-            update={"model": cfg.model.model_copy(update={"stale_after_ms": args.stale_after_ms})}
-        )
+        model = dataclasses.replace(cfg.model, stale_after_ms=args.stale_after_ms)
+        cfg = cfg.model_copy(update={"model": model})
     if cfg_master_none:
         cfg = cfg.model_copy(update={"master": None})
     return cfg

@@ -100,7 +100,6 @@ class JobCounters:
 def kafka_source(spark: Any, cfg: StreamingConfig) -> Any:
     reader = (
         spark.readStream.format("kafka")
-        .option("kafka.bootstrap.servers", cfg.bootstrap)
         .option("subscribe", cfg.events_topic)
         .option("startingOffsets", cfg.starting_offsets)
         .option("failOnDataLoss", "false")
@@ -194,7 +193,7 @@ def stateful(source: Any, cfg: StreamingConfig, cache_scope: str = "") -> Any:
         buckets=cfg.buckets,
         tick_ms=cfg.tick_ms,
         catchup_slack_ms=cfg.catchup_slack_ms,
-        model=cfg.model.to_model_config(),
+        model=cfg.model,
         cache_scope=cache_scope or cfg.checkpoint_location,
     )
     return rows.groupBy("bucket").transformWithStateInPandas(
@@ -225,11 +224,7 @@ class Sinks:
         self.store = cfg.store_location
 
     def _kafka(self, df: Any, topic: str) -> None:
-        writer = (
-            df.write.format("kafka")
-            .option("kafka.bootstrap.servers", self.cfg.bootstrap)
-            .option("topic", topic)
-        )
+        writer = df.write.format("kafka").option("topic", topic)
         for k, v in self.cfg.kafka_client_options().items():
             writer = writer.option(k, v)
         writer.save()
@@ -539,8 +534,8 @@ def run(cfg: StreamingConfig, hooks: Sequence[Hook] = ()) -> int:
             else ""
         )
         print(
-            f"monitor stream: reading {cfg.events_topic} on {cfg.bootstrap}; findings -> "
-            f"{cfg.findings_topic}, dead letters -> {cfg.deadletter_topic}, state -> "
+            f"monitor stream: reading {cfg.events_topic} on {cfg.kafka.bootstrap_servers}; "
+            f"findings -> {cfg.findings_topic}, dead letters -> {cfg.deadletter_topic}, state -> "
             f"{cfg.store}; checkpoint {cfg.checkpoint_location}{metrics}",
             flush=True,
         )

@@ -2,6 +2,6 @@
 validated contract events -> the events topic."""
 
 from monitor.collector.collector import Collector, RoundResult
-from monitor.collector.config import CollectorConfig, KafkaClientSettings
+from monitor.collector.config import CollectorConfig
 
-__all__ = ["Collector", "CollectorConfig", "KafkaClientSettings", "RoundResult"]
+__all__ = ["Collector", "CollectorConfig", "RoundResult"]

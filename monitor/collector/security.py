@@ -19,7 +19,7 @@ import socket
 import ssl
 import threading
 
-from monitor.collector.config import KafkaClientSettings
+from monitor.connection import KafkaConnection
 
 REDACTED = "**********"
 
@@ -60,7 +60,7 @@ class SecretRedactor(logging.Filter):
 _REDACTOR = SecretRedactor()
 
 
-def install_redaction(*settings: KafkaClientSettings | None) -> SecretRedactor:
+def install_redaction(*settings: KafkaConnection | None) -> SecretRedactor:
     """Redact the secrets of ``settings`` from every ``kafka`` logger's records.
 
     Logger filters are not inherited, so the filter goes on each existing ``kafka.*``
@@ -83,18 +83,18 @@ class KafkaConnectError(RuntimeError):
     """The collector could not connect to (or authenticate with) the brokers."""
 
 
-def _ssl_context(s: KafkaClientSettings) -> ssl.SSLContext:
+def _ssl_context(s: KafkaConnection) -> ssl.SSLContext:
     ctx = ssl.create_default_context(cafile=s.ssl_cafile)
     if s.ssl_certfile:
         ctx.load_cert_chain(
             s.ssl_certfile,
             s.ssl_keyfile,
-            password=s.ssl_password.get_secret_value() if s.ssl_password else None,
+            password=s.ssl_key_password.get_secret_value() if s.ssl_key_password else None,
         )
     return ctx
 
 
-def probe(s: KafkaClientSettings, timeout_s: float = 5.0) -> str | None:
+def probe(s: KafkaConnection, timeout_s: float = 5.0) -> str | None:
     """Connect to the first bootstrap server as the client would, up to (not including)
     SASL. None when that works, else what failed (no secrets in it)."""
     host, _, port = s.bootstrap_servers.split(",")[0].strip().rpartition(":")
@@ -140,14 +140,14 @@ def probe(s: KafkaClientSettings, timeout_s: float = 5.0) -> str | None:
     return None
 
 
-def explain_connect_failure(s: KafkaClientSettings, error: BaseException) -> KafkaConnectError:
+def explain_connect_failure(s: KafkaConnection, error: BaseException) -> KafkaConnectError:
     """A :class:`KafkaConnectError` naming the step that failed (no secrets)."""
     where = s.describe()
     problem = probe(s)
     if problem is None and s.security_protocol.startswith("SASL_"):
         problem = (
             f"SASL authentication failed: the brokers accepted the connection but rejected "
-            f"user {s.sasl_plain_username!r} with {s.sasl_mechanism} (wrong username or "
+            f"user {s.sasl_username!r} with {s.sasl_mechanism} (wrong username or "
             "password?)"
         )
     elif problem is None:

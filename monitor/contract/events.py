@@ -32,6 +32,12 @@ from monitor.model.events import (
 )
 
 SCHEMA_VERSION = 1
+
+#: The monitor's own topics (on a cluster other than the one it watches): the collector
+#: publishes events, the Spark job reads them and writes findings and dead letters.
+EVENTS_TOPIC = "__replication_monitor_events"
+FINDINGS_TOPIC = "__replication_monitor_findings"
+DEADLETTER_TOPIC = "__replication_monitor_deadletter"
 INT64_MAX = 2**63 - 1
 INT32_MAX = 2**31 - 1
 

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from monitor.collector import Collector, CollectorConfig
+from monitor.contract.events import DEADLETTER_TOPIC, EVENTS_TOPIC, FINDINGS_TOPIC
 from monitor.contract.state import PartitionView
 from monitor.dev.processes.prom import (
     AlertmanagerProcess,
@@ -54,11 +55,7 @@ if TYPE_CHECKING:
 
 TOPIC = "orders"
 K = FindingKind
-EVENTS, FINDINGS, DEADLETTER = (
-    "__replication_monitor_events",
-    "__replication_monitor_findings",
-    "__replication_monitor_deadletter",
-)
+EVENTS, FINDINGS, DEADLETTER = EVENTS_TOPIC, FINDINGS_TOPIC, DEADLETTER_TOPIC
 #: The lab's broker settings make faults show within seconds; the model's lag thresholds
 #: follow (3 collection intervals, as docs/findings.md recommends). Passed to the job as
 #: MONITOR_STREAMING_* settings.

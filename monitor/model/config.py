@@ -46,10 +46,18 @@ class ModelConfig:
     epoch_truncation: bool = True
 
     def __post_init__(self) -> None:
-        for name in ("follower_lag_ms", "hw_lag_ms", "stale_after_ms", "flapping_window_ms"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"ModelConfig.{name} must be > 0, got {getattr(self, name)}")
-        if self.flapping_elections < 2:
-            raise ValueError("ModelConfig.flapping_elections must be >= 2")
-        if self.leo_history < 2:
-            raise ValueError("ModelConfig.leo_history must be >= 2")
+        """Every threshold checked here, once: the Spark job's settings *are* this class, so
+        a bad value stops ``monitor stream`` before Spark or the metrics port start."""
+        for name, low in (
+            ("follower_lag_ms", 1), ("hw_lag_ms", 1), ("stale_after_ms", 1),
+            ("flapping_window_ms", 1), ("flapping_elections", 2), ("leo_history", 2),
+            ("lineage_limit", 1), ("default_min_insync_replicas", 1), ("clock_skew_ms", 0),
+        ):  # fmt: skip
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ValueError(f"ModelConfig.{name} must be an integer >= {low}, got {value!r}")
+        if self.follower_lag_offsets is not None and self.follower_lag_offsets < 1:
+            raise ValueError(
+                f"ModelConfig.follower_lag_offsets must be >= 1 or None, "
+                f"got {self.follower_lag_offsets}"
+            )

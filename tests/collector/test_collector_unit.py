@@ -15,8 +15,9 @@ from monitor.collector.build import (
     replica_events,
     topic_config_events,
 )
-from monitor.collector.config import CollectorConfig, KafkaClientSettings
+from monitor.collector.config import CollectorConfig
 from monitor.collector.jmx import JmxNames, parse
+from monitor.connection import KafkaConnection
 from monitor.contract.events import dumps, parse_event
 
 PAGE = """\
@@ -102,11 +103,11 @@ def test_config_errors_name_the_key() -> None:
 
 def test_secrets_never_print() -> None:
     """A password passes through to the client but not into repr/str/JSON of the config."""
-    k = KafkaClientSettings(
+    k = KafkaConnection(
         security_protocol="SASL_SSL",
         sasl_mechanism="SCRAM-SHA-512",
-        sasl_plain_username="mon",
-        sasl_plain_password="hunter2",  # type: ignore[arg-type]
+        sasl_username="mon",
+        sasl_password="hunter2",  # type: ignore[arg-type]
     )
     cfg = CollectorConfig(kafka=k)
     for text in (repr(cfg), str(cfg), cfg.model_dump_json()):

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from monitor.cli import main
+from monitor.connection import KafkaConnection
 from monitor.contract.events import PartitionEvent, dumps
 from monitor.dev.lab.admin import create_topic, elect_leader
 from monitor.dev.lab.cluster import Lab, NodeStatus
@@ -114,7 +115,7 @@ def incident(
     produced = produce_events(boot, names["events"], [dumps(e).encode() for e in events])
     store = tmp / "store"
     cfg = StreamingConfig(
-        bootstrap=boot,
+        kafka=KafkaConnection(bootstrap_servers=boot),
         events_topic=names["events"],
         findings_topic=names["findings"],
         deadletter_topic=names["deadletter"],

@@ -3,7 +3,7 @@
 One module-scoped, one-broker lab per security mode (``sasl_ssl``, then ``mtls``; pytest
 runs every test of one mode before starting the next lab). For each mode, one run:
 
-1. the collector (settings from ``monitor.dev.lab.security.collector_kafka_settings``: secrets
+1. the collector (settings from ``monitor.dev.lab.security.kafka_settings``: secrets
    as *files*) publishes two rounds to the events topic over the ``SECURE`` listener, with
    its /metrics served and every log record (kafka-python's DEBUG included) captured;
 2. one malformed record goes to the events topic (so the dead-letter topic has content);
@@ -41,8 +41,9 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import KafkaTimeoutError
 
-from monitor.collector import Collector, CollectorConfig, KafkaClientSettings
+from monitor.collector import Collector, CollectorConfig
 from monitor.collector.security import REDACTED, KafkaConnectError
+from monitor.connection import KafkaConnection
 from monitor.dev.lab import security
 from monitor.dev.lab.admin import create_topic
 from monitor.dev.lab.cluster import Lab
@@ -84,7 +85,7 @@ class Run:
 
     lab: Lab
     mode: str
-    settings: KafkaClientSettings
+    settings: KafkaConnection
     topics: dict[str, str]
     secrets: dict[str, str]
     log_text: str = ""
@@ -136,13 +137,13 @@ def lab_secrets(lab: Lab) -> dict[str, str]:
     return out
 
 
-def consumer(settings: KafkaClientSettings) -> KafkaConsumer:
+def consumer(settings: KafkaConnection) -> KafkaConsumer:
     kw = settings.client_kwargs()
     kw.pop("request_timeout_ms", None)
     return KafkaConsumer(enable_auto_commit=False, **kw)
 
 
-def read_topic(settings: KafkaClientSettings, topic: str, timeout_s: float = 30) -> list[Any]:
+def read_topic(settings: KafkaConnection, topic: str, timeout_s: float = 30) -> list[Any]:
     """Every record of ``topic`` up to its current end, read over the secured listener."""
     c = consumer(settings)
     try:
@@ -225,10 +226,10 @@ def _stream(run: Run, tmp: Path) -> None:
         for k, v in os.environ.items()
         if not k.startswith("MONITOR_STREAMING_") and k != "MONITOR_SPARK_LOG_LEVEL"
     }
-    settings = security.streaming_settings(
+    settings = security.kafka_settings(
         run.lab.config.dir, run.mode, run.lab.config.secure_bootstrap_servers
     )
-    env.update({f"MONITOR_STREAMING_{k.upper()}": str(v) for k, v in settings.items()})
+    env.update({f"MONITOR_STREAMING_KAFKA__{k.upper()}": str(v) for k, v in settings.items()})
     port = _free_port()
     # Spark's and the Kafka clients' INFO logs, to stderr.
     conf_dir = tmp / "spark-conf"
@@ -317,8 +318,8 @@ def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
                 # payments topic (RF 1) is what the job must find a durability risk in.
                 create_topic(lab.bootstrap_servers, name, replication_factor=1,
                              min_insync_replicas=1)  # fmt: skip
-            settings = KafkaClientSettings(
-                **security.collector_kafka_settings(  # type: ignore[arg-type]
+            settings = KafkaConnection(
+                **security.kafka_settings(  # type: ignore[arg-type]
                     lab.config.dir, mode, lab.config.secure_bootstrap_servers
                 )
             )
@@ -368,17 +369,17 @@ def test_wrong_credentials_are_refused_with_a_clear_error(
     kw["bootstrap_timeout_ms"] = 3000
     if run.mode == "sasl_ssl":
         wrong = "Wrong-Password-" + uuid.uuid4().hex
-        kw["sasl_plain_password"], kw["sasl_plain_password_file"] = wrong, None
+        kw["sasl_password"], kw["sasl_password_file"] = wrong, None
         expected = "SASL authentication failed"
         refused = "SaslAuthenticationFailedError"  # kafka-python's log of the broker's answer
         hidden = [wrong, run.secrets["scram password"]]
     else:
         wrong = ""
-        kw["ssl_certfile"], kw["ssl_password"], kw["ssl_password_file"] = None, None, None
+        kw["ssl_certfile"], kw["ssl_key_password"], kw["ssl_key_password_file"] = None, None, None
         expected = "requires a client certificate"
         refused = "SSLV3_ALERT_BAD_CERTIFICATE"  # the broker's TLS alert: no client cert
         hidden = [run.secrets["client key password"]]
-    bad = KafkaClientSettings(**kw)
+    bad = KafkaConnection(**kw)
     collector = Collector(
         CollectorConfig(cluster="x", kafka=bad, jmx_urls=run.lab.jmx_urls, events_topic="x")
     )

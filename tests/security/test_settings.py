@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from monitor.collector.config import CollectorConfig, KafkaClientSettings
+from monitor.collector.config import CollectorConfig
 from monitor.collector.security import REDACTED, install_redaction, probe
+from monitor.connection import KafkaConnection
 from monitor.dev.lab import security
 from monitor.dev.lab.config import LabConfig, broker_properties
 from streaming.config import StreamingConfig, load_config
@@ -40,11 +41,11 @@ def _file(tmp_path: Path, name: str, text: str) -> Path:
 
 
 def test_collector_password_from_file(tmp_path: Path) -> None:
-    k = KafkaClientSettings(
+    k = KafkaConnection(
         security_protocol="SASL_SSL",
         sasl_mechanism="SCRAM-SHA-512",
-        sasl_plain_username="monitor",
-        sasl_plain_password_file=_file(tmp_path, "pw", SECRET + "\n"),
+        sasl_username="monitor",
+        sasl_password_file=_file(tmp_path, "pw", SECRET + "\n"),
     )
     assert k.client_kwargs()["sasl_plain_password"] == SECRET  # the newline is not in it
     assert SECRET not in repr(k) and SECRET not in k.model_dump_json()
@@ -57,8 +58,8 @@ def test_collector_password_file_from_environment(
     path = _file(tmp_path, "pw", SECRET)
     monkeypatch.setenv("MONITOR_COLLECTOR_KAFKA__SECURITY_PROTOCOL", "SASL_SSL")
     monkeypatch.setenv("MONITOR_COLLECTOR_KAFKA__SASL_MECHANISM", "SCRAM-SHA-512")
-    monkeypatch.setenv("MONITOR_COLLECTOR_KAFKA__SASL_PLAIN_USERNAME", "monitor")
-    monkeypatch.setenv("MONITOR_COLLECTOR_KAFKA__SASL_PLAIN_PASSWORD_FILE", str(path))
+    monkeypatch.setenv("MONITOR_COLLECTOR_KAFKA__SASL_USERNAME", "monitor")
+    monkeypatch.setenv("MONITOR_COLLECTOR_KAFKA__SASL_PASSWORD_FILE", str(path))
     assert CollectorConfig().kafka.client_kwargs()["sasl_plain_password"] == SECRET
 
 
@@ -67,21 +68,22 @@ def test_collector_secret_errors_never_echo_the_secret(tmp_path: Path) -> None:
         # missing username: the model-level check fails with the password in the input
         (
             {"security_protocol": "SASL_SSL", "sasl_mechanism": "SCRAM-SHA-512",
-             "sasl_plain_password": SECRET},
-            "needs sasl_plain_username",
+             "sasl_password": SECRET},
+            "needs sasl_username",
         ),
         (
             {"security_protocol": "SASL_SSL", "sasl_mechanism": "PLAIN",
-             "sasl_plain_username": "u", "sasl_plain_password": SECRET,
-             "sasl_plain_password_file": _file(tmp_path, "pw", "x")},
+             "sasl_username": "u", "sasl_password": SECRET,
+             "sasl_password_file": _file(tmp_path, "pw", "x")},
             "not both",
         ),
         (
-            {"security_protocol": "PLAINTEXT", "ssl_cafile": "/ca.pem", "ssl_password": SECRET},
+            {"security_protocol": "PLAINTEXT", "ssl_cafile": "/ca.pem",
+             "ssl_key_password": SECRET},
             "security_protocol is PLAINTEXT",
         ),
-        ({"sasl_plain_password_file": tmp_path / "missing"}, "cannot read"),
-        ({"ssl_password_file": _file(tmp_path, "empty", "\n")}, "is empty"),
+        ({"sasl_password_file": tmp_path / "missing"}, "cannot read"),
+        ({"ssl_key_password_file": _file(tmp_path, "empty", "\n")}, "is empty"),
     ]  # fmt: skip
     for kwargs, expected in cases:
         with pytest.raises(ValidationError) as err:
@@ -91,11 +93,11 @@ def test_collector_secret_errors_never_echo_the_secret(tmp_path: Path) -> None:
 
 
 def test_redaction_of_kafka_python_logs(caplog: pytest.LogCaptureFixture) -> None:
-    k = KafkaClientSettings(
+    k = KafkaConnection(
         security_protocol="SSL",
         ssl_cafile="/ca.pem",
         ssl_certfile="/client.pem",
-        ssl_password=SECRET,  # type: ignore[arg-type]
+        ssl_key_password=SECRET,  # type: ignore[arg-type]
     )
     install_redaction(k)
     caplog.set_level(logging.DEBUG)
@@ -121,20 +123,22 @@ def test_probe_names_an_unreachable_broker() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # bound, not listening: connection refused
-        k = KafkaClientSettings(bootstrap_servers=f"127.0.0.1:{port}")
+        k = KafkaConnection(bootstrap_servers=f"127.0.0.1:{port}")
         assert "cannot connect to 127.0.0.1" in (probe(k, timeout_s=2) or "")
 
 
-# --- the Spark job ---------------------------------------------------------------------------
+# --- the Spark job: the same connection, rendered for the Java client ---------------------------
 
 
 def _sasl(tmp_path: Path, **extra: object) -> StreamingConfig:
     return StreamingConfig(
-        kafka_security_protocol="SASL_SSL",
-        kafka_sasl_mechanism="SCRAM-SHA-512",
-        kafka_sasl_username="monitor",
-        kafka_sasl_password_file=_file(tmp_path, "pw", SECRET + "\n"),
-        kafka_ssl_truststore_location=str(_file(tmp_path, "ca.pem", "")),
+        kafka=KafkaConnection(
+            security_protocol="SASL_SSL",
+            sasl_mechanism="SCRAM-SHA-512",
+            sasl_username="monitor",
+            sasl_password_file=_file(tmp_path, "pw", SECRET + "\n"),
+            ssl_cafile=str(_file(tmp_path, "ca.pem", "")),
+        ),
         **extra,  # type: ignore[arg-type]
     )
 
@@ -156,20 +160,34 @@ def test_streaming_sasl_options(tmp_path: Path) -> None:
     assert cfg.secret_values() == [SECRET]
 
 
+def test_one_connection_renders_both_clients(tmp_path: Path) -> None:
+    """The collector's kafka-python arguments and the job's Java options come from the same
+    settings: same servers, protocol, user and secret."""
+    k = _sasl(tmp_path).kafka
+    kw, java = k.client_kwargs(), k.java_options()
+    assert ",".join(kw["bootstrap_servers"]) == java["kafka.bootstrap.servers"]  # type: ignore[arg-type]
+    assert kw["security_protocol"] == java["kafka.security.protocol"] == "SASL_SSL"
+    assert kw["sasl_mechanism"] == java["kafka.sasl.mechanism"]
+    assert kw["sasl_plain_password"] == SECRET and SECRET in java["kafka.sasl.jaas.config"]
+    assert kw["ssl_cafile"] == str(tmp_path / "ca.pem")
+
+
 def test_streaming_jaas_quoting(tmp_path: Path) -> None:
-    cfg = _sasl(tmp_path).model_copy(
-        update={"kafka_sasl_password": __import__("pydantic").SecretStr('a"b\\c')}
+    k = _sasl(tmp_path).kafka.model_copy(
+        update={"sasl_password": __import__("pydantic").SecretStr('a"b\\c')}
     )
-    jaas = cfg.kafka_client_options()["kafka.sasl.jaas.config"]
+    jaas = k.java_options()["kafka.sasl.jaas.config"]
     assert jaas.endswith('password="a\\"b\\\\c";')
 
 
 def test_streaming_mtls_options(tmp_path: Path) -> None:
     cfg = StreamingConfig(
-        kafka_security_protocol="SSL",
-        kafka_ssl_truststore_location="ca.pem",
-        kafka_ssl_keystore_location="client.pem",
-        kafka_ssl_key_password_file=_file(tmp_path, "kp", SECRET),
+        kafka=KafkaConnection(
+            security_protocol="SSL",
+            ssl_cafile="ca.pem",
+            ssl_certfile="client.pem",
+            ssl_key_password_file=_file(tmp_path, "kp", SECRET),
+        )
     )
     o = cfg.kafka_client_options()
     assert o["kafka.ssl.keystore.type"] == "PEM"
@@ -178,42 +196,56 @@ def test_streaming_mtls_options(tmp_path: Path) -> None:
     assert "kafka.sasl.jaas.config" not in o and "kafka.ssl.keystore.password" not in o
 
 
+def test_java_stores_are_for_the_job_only(tmp_path: Path) -> None:
+    """A PKCS12 trust store works for the job; the collector (kafka-python) refuses it with
+    a message naming what to give instead."""
+    k = KafkaConnection(
+        security_protocol="SSL",
+        ssl_truststore_location="trust.p12",
+        ssl_truststore_password_file=_file(tmp_path, "tp", SECRET),
+    )
+    o = StreamingConfig(kafka=k).kafka_client_options()
+    assert o["kafka.ssl.truststore.type"] == "PKCS12"
+    assert o["kafka.ssl.truststore.password"] == SECRET
+    with pytest.raises(ValidationError, match=r"collector \(kafka-python\) reads PEM files"):
+        CollectorConfig(kafka=k)
+
+
 def test_streaming_settings_from_environment(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("MONITOR_STREAMING_KAFKA_SECURITY_PROTOCOL", "SASL_SSL")
-    monkeypatch.setenv("MONITOR_STREAMING_KAFKA_SASL_MECHANISM", "SCRAM-SHA-512")
-    monkeypatch.setenv("MONITOR_STREAMING_KAFKA_SASL_USERNAME", "monitor")
+    monkeypatch.setenv("MONITOR_STREAMING_KAFKA__SECURITY_PROTOCOL", "SASL_SSL")
+    monkeypatch.setenv("MONITOR_STREAMING_KAFKA__SASL_MECHANISM", "SCRAM-SHA-512")
+    monkeypatch.setenv("MONITOR_STREAMING_KAFKA__SASL_USERNAME", "monitor")
     monkeypatch.setenv(
-        "MONITOR_STREAMING_KAFKA_SASL_PASSWORD_FILE", str(_file(tmp_path, "pw", SECRET))
+        "MONITOR_STREAMING_KAFKA__SASL_PASSWORD_FILE", str(_file(tmp_path, "pw", SECRET))
     )
-    cfg = load_config()
+    cfg = load_config(kafka={"bootstrap_servers": "h:1"})  # --bootstrap merges in
     assert SECRET in cfg.kafka_client_options()["kafka.sasl.jaas.config"]
+    assert cfg.kafka.bootstrap_servers == "h:1"
+    monkeypatch.setenv("MONITOR_STREAMING_KAFKA__SASL_USRNAME", "typo")
+    with pytest.raises(ValueError, match="MONITOR_STREAMING_KAFKA__SASL_USRNAME"):
+        load_config()
 
 
 def test_streaming_errors_never_echo_the_secret(tmp_path: Path) -> None:
     cases: list[tuple[dict[str, object], str]] = [
         (
-            {"kafka_security_protocol": "SASL_SSL", "kafka_sasl_mechanism": "PLAIN",
-             "kafka_sasl_password": SECRET},
-            "needs kafka_sasl_username",
+            {"kafka": {"security_protocol": "SASL_SSL", "sasl_mechanism": "PLAIN",
+                       "sasl_password": SECRET}},
+            "needs sasl_username",
         ),
         (
-            {"kafka_security_protocol": "SSL", "kafka_ssl_keystore_location": "k.pem",
-             "kafka_ssl_keystore_password": SECRET},
-            "PEM key store has no store password",
+            {"kafka": {"security_protocol": "SSL", "ssl_certfile": "k.pem"}},
+            "needs ssl_key_password",
         ),
         (
-            {"kafka_security_protocol": "SSL", "kafka_ssl_keystore_location": "k.pem"},
-            "needs kafka_ssl_key_password",
-        ),
-        (
-            {"kafka_security_protocol": "SASL_SSL", "kafka_sasl_mechanism": "PLAIN",
-             "kafka_sasl_username": "u", "kafka_sasl_password": SECRET,
+            {"kafka": {"security_protocol": "SASL_SSL", "sasl_mechanism": "PLAIN",
+                       "sasl_username": "u", "sasl_password": SECRET},
              "kafka_options": {"kafka.sasl.jaas.config": f"x password={SECRET}"}},
             "kafka_options repeats",
         ),
-        ({"kafka_ssl_truststore_location": "ca.pem", "bootstrap": "h:1"}, "PLAINTEXT"),
+        ({"kafka": {"ssl_cafile": "ca.pem", "bootstrap_servers": "h:1"}}, "PLAINTEXT"),
     ]  # fmt: skip
     for kwargs, expected in cases:
         with pytest.raises(ValidationError) as err:
@@ -223,9 +255,14 @@ def test_streaming_errors_never_echo_the_secret(tmp_path: Path) -> None:
 
 
 def test_streaming_plaintext_unchanged() -> None:
-    cfg = StreamingConfig(kafka_options={"kafka.security.protocol": "PLAINTEXT"})
-    assert cfg.kafka_client_options() == {"kafka.security.protocol": "PLAINTEXT"}
-    assert StreamingConfig().kafka_client_options() == {}
+    cfg = StreamingConfig(kafka_options={"kafka.client.dns.lookup": "use_all_dns_ips"})
+    assert cfg.kafka_client_options() == {
+        "kafka.bootstrap.servers": "127.0.0.1:19092",
+        "kafka.client.dns.lookup": "use_all_dns_ips",
+    }
+    assert StreamingConfig().kafka_client_options() == {
+        "kafka.bootstrap.servers": "127.0.0.1:19092"
+    }
 
 
 # --- the lab ---------------------------------------------------------------------------------
@@ -293,11 +330,9 @@ def test_lab_client_settings_name_files_not_secrets(tmp_path: Path) -> None:
     files = security.ensure_material(tmp_path, "127.0.0.1", scram=True)
     secrets = [files.read(p) for p in (files.scram_password, files.client_key_password)]
     for mode in ("sasl_ssl", "mtls"):
-        collector = security.collector_kafka_settings(tmp_path, mode, "127.0.0.1:1")
-        streaming = security.streaming_settings(tmp_path, mode, "127.0.0.1:1")
-        for settings in (collector, streaming):
-            assert not any(secret in str(settings) for secret in secrets)
-        k = KafkaClientSettings(**collector)  # type: ignore[arg-type]
-        cfg = StreamingConfig(**streaming)  # type: ignore[arg-type]
-        assert k.secret_values() == cfg.secret_values()
+        settings = security.kafka_settings(tmp_path, mode, "127.0.0.1:1")
+        assert not any(secret in str(settings) for secret in secrets)
+        k = KafkaConnection(**settings)  # type: ignore[arg-type]
+        cfg = StreamingConfig(kafka=k)
+        assert CollectorConfig(kafka=k).kafka.secret_values() == cfg.secret_values()
         assert len(k.secret_values()) == 1 and k.secret_values()[0] in secrets

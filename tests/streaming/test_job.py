@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from monitor.model import ModelConfig
-from streaming.config import ModelSettings, StreamingConfig
+from streaming.config import StreamingConfig
 from streaming.job import BatchOutput, parquet_source, start
 from tests.golden import check_golden
 from tests.scenarios import SCENARIOS
@@ -43,7 +43,7 @@ def _config(tmp: Path, model: ModelConfig, **kw: Any) -> StreamingConfig:
         store=str(tmp / "store"),
         trigger_seconds=0.5,
         tick_ms=T_HOUR,
-        model=ModelSettings.from_model_config(model),
+        model=model,
         jars=[],
         **kw,
     )

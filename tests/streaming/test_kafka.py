@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from monitor.connection import KafkaConnection
 from monitor.contract.events import parse_event
 from monitor.model import ModelConfig
 from streaming.config import StreamingConfig
@@ -38,7 +39,7 @@ def scenario_feed() -> tuple[list[bytes], list[str]]:
 
 def kafka_config(tmp: Path, bootstrap: str, topics: dict[str, str], **kw: Any) -> StreamingConfig:
     return StreamingConfig(
-        bootstrap=bootstrap,
+        kafka=KafkaConnection(bootstrap_servers=bootstrap),
         events_topic=topics["events"],
         findings_topic=topics["findings"],
         deadletter_topic=topics["deadletter"],

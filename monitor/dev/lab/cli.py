@@ -111,14 +111,14 @@ def _print_secure_settings(config: LabConfig) -> None:
     bootstrap = config.secure_bootstrap_servers
     print(f"\nsecured listener ({config.security}): {bootstrap}; key material in "
           f"{config.security_dir}")  # fmt: skip
-    print("collector (environment):")
-    for key, value in security.collector_kafka_settings(
-        config.dir, config.security, bootstrap
-    ).items():
-        print(f"  MONITOR_COLLECTOR_KAFKA__{key.upper()}={value}")
-    print("streaming job (environment):")
-    for key, value in security.streaming_settings(config.dir, config.security, bootstrap).items():
-        print(f"  MONITOR_STREAMING_{key.upper()}={value}")
+    settings = security.kafka_settings(config.dir, config.security, bootstrap)
+    for who, prefix in (
+        ("collector", "MONITOR_COLLECTOR_"),
+        ("streaming job", "MONITOR_STREAMING_"),
+    ):
+        print(f"{who} (environment):")
+        for key, value in settings.items():
+            print(f"  {prefix}KAFKA__{key.upper()}={value}")
 
 
 def _cmd_down(args: argparse.Namespace) -> int:

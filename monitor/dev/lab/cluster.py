@@ -241,9 +241,7 @@ class Lab:
         cfg = self.config
         kafka: dict[str, object] = {"bootstrap_servers": cfg.bootstrap_servers}
         if cfg.secured:
-            kafka = security.collector_kafka_settings(
-                cfg.dir, cfg.security, cfg.secure_bootstrap_servers
-            )
+            kafka = security.kafka_settings(cfg.dir, cfg.security, cfg.secure_bootstrap_servers)
         return {
             "cluster": "lab",
             "kafka": kafka,

@@ -23,8 +23,9 @@ files 0600)::
 
 ``client.pem`` serves both client stacks: kafka-python (``ssl_certfile`` with the key in it,
 ``ssl_password``) and the Java client in Spark (``ssl.keystore.type=PEM``,
-``ssl.key.password``). :func:`collector_kafka_settings` and :func:`streaming_settings`
-return ready settings that name the password *files*, never the passwords.
+``ssl.key.password``). :func:`kafka_settings` returns the one
+:class:`~monitor.connection.KafkaConnection` both read, naming the password *files*, never
+the passwords.
 """
 
 from __future__ import annotations
@@ -248,10 +249,9 @@ def protocol(security: str) -> str:
     return {"sasl_ssl": "SASL_SSL", "mtls": "SSL"}[security]
 
 
-def collector_kafka_settings(
-    lab_dir: Path, security: str, bootstrap_servers: str
-) -> dict[str, object]:
-    """``KafkaClientSettings`` keys for the lab's ``SECURE`` listener (secrets as files)."""
+def kafka_settings(lab_dir: Path, security: str, bootstrap_servers: str) -> dict[str, object]:
+    """:class:`~monitor.connection.KafkaConnection` keys for the lab's ``SECURE`` listener,
+    for the collector and the Spark job alike (secrets as files, never the secrets)."""
     f = files_for(lab_dir)
     out: dict[str, object] = {
         "bootstrap_servers": bootstrap_servers,
@@ -261,33 +261,12 @@ def collector_kafka_settings(
     if security == "sasl_ssl":
         out |= {
             "sasl_mechanism": SCRAM_MECHANISM,
-            "sasl_plain_username": SCRAM_USER,
-            "sasl_plain_password_file": str(f.scram_password),
-        }
-    else:
-        out |= {"ssl_certfile": str(f.client_pem), "ssl_password_file": str(f.client_key_password)}
-    return out
-
-
-def streaming_settings(lab_dir: Path, security: str, bootstrap_servers: str) -> dict[str, object]:
-    """``StreamingConfig`` keys for the lab's ``SECURE`` listener (secrets as files)."""
-    f = files_for(lab_dir)
-    out: dict[str, object] = {
-        "bootstrap": bootstrap_servers,
-        "kafka_security_protocol": protocol(security),
-        "kafka_ssl_truststore_location": str(f.ca),
-        "kafka_ssl_truststore_type": "PEM",
-    }
-    if security == "sasl_ssl":
-        out |= {
-            "kafka_sasl_mechanism": SCRAM_MECHANISM,
-            "kafka_sasl_username": SCRAM_USER,
-            "kafka_sasl_password_file": str(f.scram_password),
+            "sasl_username": SCRAM_USER,
+            "sasl_password_file": str(f.scram_password),
         }
     else:
         out |= {
-            "kafka_ssl_keystore_location": str(f.client_pem),
-            "kafka_ssl_keystore_type": "PEM",
-            "kafka_ssl_key_password_file": str(f.client_key_password),
+            "ssl_certfile": str(f.client_pem),
+            "ssl_key_password_file": str(f.client_key_password),
         }
     return out
