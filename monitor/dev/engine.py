@@ -21,6 +21,7 @@ from monitor.contract.events import (
 )
 from monitor.exporter.snapshot import Snapshot
 from monitor.model import ClusterModel, Finding, ModelConfig
+from monitor.model.order import event_order
 
 AnyEvent = PartitionEvent | ReplicaEvent | TopicConfigEvent | BrokerEvent
 
@@ -46,8 +47,8 @@ class LocalEngine:
         out: list[Finding] = []
         with self._lock:
             n = 0
-            for ev in sorted(events, key=lambda e: e.observed_at):
-                out.extend(self.model.apply(to_model(ev)))
+            for ev in sorted((to_model(e) for e in events), key=event_order):
+                out.extend(self.model.apply(ev))
                 n += 1
             if now_ms is not None:
                 out.extend(self.model.tick(now_ms))

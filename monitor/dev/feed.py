@@ -24,6 +24,7 @@ from monitor.contract.events import parse_event, to_model
 from monitor.dev.processes.prom import PrometheusProcess, free_port
 from monitor.exporter import MetricsServer, Snapshot
 from monitor.model import ClusterModel, ModelConfig
+from monitor.model.order import order_key
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"
@@ -53,7 +54,7 @@ def scheduled_events(
         for e in events:
             e["observed_at"] = start_ms + i * gap_ms + int((e["observed_at"] - t0) / speed)
             out.append(e)
-    out.sort(key=lambda e: int(e["observed_at"]))
+    out.sort(key=lambda e: order_key(int(e["observed_at"]), e["kind"]))
     return out
 
 

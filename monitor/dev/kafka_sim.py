@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from monitor.dev.testing import T0, Timeline
+from monitor.model.order import order_key
 
 
 @dataclass
@@ -364,5 +365,4 @@ class Sim:
 
     def events(self) -> list[dict[str, Any]]:
         """The collected stream, in the order the job applies it (time, then kind)."""
-        rank = {"topic_config": 0, "broker": 1, "partition": 2, "replica": 2}
-        return sorted(self.tl.events, key=lambda e: (e["observed_at"], rank[e["kind"]]))
+        return sorted(self.tl.events, key=lambda e: order_key(e["observed_at"], e["kind"]))

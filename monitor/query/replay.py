@@ -1,12 +1,24 @@
-"""Replay a stream of JSON events through the model (shared by the CLI, tests and bench)."""
+"""Replay a stream of JSON events through the model (shared by the CLI, tests and bench).
+
+Order: the model's one event order (:mod:`monitor.model.order`: time, then configuration
+before what it governs, then the file's own order), without holding the file. A small
+reorder buffer keeps the events of the newest timestamp (and of ``reorder_ms`` before it)
+and releases, sorted, every event older than that as soon as a later one arrives; an event
+older than what was already released is applied late, and the model ignores it as late --
+as the Spark job does with an event older than what it applied. Memory: the events of one
+window, whatever the file's size. Files written in that order (``monitor collect --out``,
+``tests/data/``) replay exactly as they stand.
+"""
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from monitor.contract.events import EventError, parse_event, to_model
-from monitor.model import ClusterModel, Finding
+from monitor.model import ClusterModel, Finding, ModelEvent
+from monitor.model.order import event_order
 
 
 @dataclass
@@ -31,21 +43,37 @@ def replay(
     on_finding: Callable[[Finding], None],
     on_reject: Callable[[int, str], None],
     tick_ms: int = 5_000,
+    reorder_ms: int = 0,
+    on_applied: Callable[[ModelEvent], None] | None = None,
 ) -> ReplayStats:
-    """Feed each line to ``model``; report findings and rejected lines through callbacks.
+    """Feed each line to ``model``; report findings and rejected lines through callbacks
+    (and, with ``on_applied``, each event once the model has applied it).
 
     The model's clock is the events' own time: every ``tick_ms`` of event time, the
-    time-driven checks (silence, flapping) run at the newest ``observed_at`` seen so far.
+    time-driven checks (silence, flapping) run at the newest ``observed_at`` applied so far.
     """
     stats = ReplayStats()
     next_tick = -1
     now = -1
+    buffer: list[tuple[int, int, int, ModelEvent]] = []  # (observed_at, rank, line, event)
 
     def emit(findings: list[Finding]) -> None:
         for f in findings:
             stats.findings += 1
             stats.by_state[f.state.value] = stats.by_state.get(f.state.value, 0) + 1
             on_finding(f)
+
+    def apply(event: ModelEvent) -> None:
+        nonlocal next_tick, now
+        emit(model.apply(event))
+        if on_applied is not None:
+            on_applied(event)
+        now = max(now, event.observed_at)
+        if next_tick < 0:
+            next_tick = now + tick_ms
+        elif now >= next_tick:
+            emit(model.tick(now))
+            next_tick = now + tick_ms
 
     for lineno, raw in enumerate(lines, start=1):
         stats.lines += 1
@@ -56,13 +84,12 @@ def replay(
             on_reject(lineno, str(e))
             continue
         stats.accepted += 1
-        emit(model.apply(event))
-        now = max(now, event.observed_at)
-        if next_tick < 0:
-            next_tick = now + tick_ms
-        elif now >= next_tick:
-            emit(model.tick(now))
-            next_tick = now + tick_ms
+        heapq.heappush(buffer, (*event_order(event), lineno, event))
+        horizon = event.observed_at - reorder_ms
+        while buffer and buffer[0][0] < horizon:
+            apply(heapq.heappop(buffer)[3])
+    while buffer:
+        apply(heapq.heappop(buffer)[3])
     if now >= 0:
         emit(model.tick(now))
     return stats

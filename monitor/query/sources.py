@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from monitor.contract.state import BrokerView, PartitionView, view_of
-from monitor.model import ClusterModel, Finding, ModelConfig, TopicConfig
+from monitor.model import ClusterModel, Finding, ModelConfig, ModelEvent, TopicConfig
+from monitor.model.events import PartitionMeta, ReplicaReport
 from monitor.query.questions import Status, status
 from monitor.query.replay import ReplayStats, replay
 
@@ -167,28 +168,22 @@ class ReplaySource(ViewQueries):
         self.label = f"events file {self.path}"
         self.model = ClusterModel(self.config)
         self.stats = replay(
-            self._record(lines), self.model, self._findings.append, lambda n, r: None
+            lines, self.model, self._findings.append, lambda n, r: None, on_applied=self._record
         )
         if self.stats.accepted == 0:
             raise SourceError(f"{self.path}: no valid events ({self.stats.rejected} rejected)")
 
-    def _record(self, lines: Iterable[bytes]) -> Iterable[bytes]:
-        """Yield lines to the replay; after each, sample the partition the last one touched."""
-        for line in lines:
-            yield line
-            try:
-                d = json.loads(line)
-                key = (d["cluster"], d["topic"], int(d["partition"]))
-            except (ValueError, KeyError, TypeError):
-                continue
-            ps = self.model.partitions.get(key)
-            if ps is None or ps.meta_at < 0:
-                continue
-            v = view_of(ps, None)
-            hist = self._history.setdefault((key[1], key[2]), [])
-            s = sample_of(v, int(d["observed_at"]))
-            if not hist or hist[-1].content != s.content:
-                hist.append(s)  # only changes: a steady partition adds no points
+    def _record(self, event: ModelEvent) -> None:
+        """After each applied event, sample the partition it touched."""
+        if not isinstance(event, PartitionMeta | ReplicaReport):
+            return
+        ps = self.model.partitions.get((event.cluster, event.topic, event.partition))
+        if ps is None or ps.meta_at < 0:
+            return
+        hist = self._history.setdefault((event.topic, event.partition), [])
+        s = sample_of(view_of(ps, None), event.observed_at)
+        if not hist or hist[-1].content != s.content:
+            hist.append(s)  # only changes: a steady partition adds no points
 
     def partitions(self) -> list[PartitionView]:
         out = []
