@@ -8,4 +8,5 @@ echo "==> ruff"
 echo "==> mypy"
 .venv/bin/mypy
 echo "==> pytest"
-exec .venv/bin/pytest --doctest-modules monitor tests -p no:cacheprovider --timeout 900 "$@"
+exec .venv/bin/pytest --doctest-modules monitor streaming dashboards tests -p no:cacheprovider \
+  --timeout 900 "$@"

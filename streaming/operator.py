@@ -60,6 +60,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from pyspark.sql.streaming.stateful_processor import StatefulProcessor
+
 from monitor.contract.state import state_json
 from monitor.model import (
     BrokerReport,
@@ -70,6 +72,7 @@ from monitor.model import (
     ReplicaReport,
     TopicConfigReport,
 )
+from monitor.model.order import KIND_RANK
 from monitor.model.state import (
     BrokerState,
     OpenCondition,
@@ -77,11 +80,6 @@ from monitor.model.state import (
     ReplicaState,
     TopicState,
 )
-
-#: Stable order of kinds at equal ``observed_at``: configuration before what it governs.
-#: ``partition`` and ``replica`` share a rank: between them the source order decides (the
-#: collector emits a partition's samples in the order it took them, into one Kafka partition).
-KIND_ORDER: dict[str, int] = {"topic_config": 0, "broker": 1, "partition": 2, "replica": 2}
 
 #: Bucket of records that failed validation (they are forwarded as dead letters).
 DEAD_BUCKET = -1
@@ -120,6 +118,10 @@ def bucket_keys(buckets: int) -> tuple[int, ...]:
     ``pmod(hash(keys[i]), P) == i mod P`` for every ``P`` that divides ``N``: each shuffle
     partition gets exactly ``N / P`` buckets. The keys are the first integers hitting each
     residue (about ``N ln N`` tries), so they do not depend on ``P``.
+
+    >>> keys = bucket_keys(4)
+    >>> [spark_int_hash(k) % 4 for k in keys], [spark_int_hash(k) % 2 for k in keys]
+    ([0, 1, 2, 3], [0, 1, 0, 1])
     """
     keys = [-1] * buckets
     missing, candidate = buckets, 0
@@ -309,7 +311,9 @@ _MAKERS: dict[str, Any] = {
     KIND_CODES[kind]: _partition_meta if cls is PartitionMeta else _maker(cls)
     for kind, cls in _CLASSES.items()
 }
-_RANK: dict[str, int] = {KIND_CODES[k]: r for k, r in KIND_ORDER.items()}
+# The model's one event order (monitor.model.order), by the operator's short kind codes;
+# ``partition`` and ``replica`` share a rank: the source (Kafka partition, offset) decides.
+_RANK: dict[str, int] = {KIND_CODES[k]: r for k, r in KIND_RANK.items()}
 
 
 def ordered_events(payloads: list[str]) -> tuple[list[Any], int, int]:
@@ -637,173 +641,186 @@ def _bytes(v: Any) -> bytes:
     return bytes(v) if v is not None else b""
 
 
-def make_processor(settings: OperatorSettings) -> Any:
-    """The ``StatefulProcessor`` for ``transformWithStateInPandas`` (built lazily: pyspark)."""
-    from pyspark.sql.streaming.stateful_processor import StatefulProcessor
+class BucketProcessor(StatefulProcessor):
+    """The stateful processor of ``transformWithStateInPandas``: one bucket of partitions
+    per grouping key, its model state in three state variables (:class:`BucketStore`).
 
-    def _index(key: int) -> int:
+    Input rows are applied in the model's event order (:func:`ordered_events`); a
+    processing-time timer per bucket runs the model's time-driven checks; each call emits
+    findings, touched partitions' state rows and a stats row (:class:`Outputs`). Rows of the
+    dead bucket (records that failed validation) come out as dead letters.
+    """
+
+    def __init__(self, settings: OperatorSettings) -> None:
+        super().__init__()
+        self.settings = settings
+        self.index_of = bucket_index(settings.buckets)
+
+    def _index(self, key: int) -> int:
         """The bucket index of a grouping key (:func:`bucket_keys`); the dead bucket as is."""
-        return key if key == DEAD_BUCKET else bucket_index(settings.buckets)[key]
+        return key if key == DEAD_BUCKET else self.index_of[key]
 
-    class BucketProcessor(StatefulProcessor):
-        def init(self, handle: Any) -> None:
-            self.handle = handle
-            #: How each load of this processor went (tests, profile).
-            self.loaded: list[str] = []
-            self.vars = (
-                handle.getValueState("meta", META_SCHEMA),
-                handle.getValueState("base", BASE_SCHEMA),
-                handle.getMapState("deltas", DELTA_KEY_SCHEMA, DELTA_SCHEMA),
-            )
+    def init(self, handle: Any) -> None:
+        self.handle = handle
+        #: How each load of this processor went (tests, profile).
+        self.loaded: list[str] = []
+        self.vars = (
+            handle.getValueState("meta", META_SCHEMA),
+            handle.getValueState("base", BASE_SCHEMA),
+            handle.getMapState("deltas", DELTA_KEY_SCHEMA, DELTA_SCHEMA),
+        )
 
-        def _store(self, bucket: int) -> BucketStore:
-            return BucketStore(*self.vars, settings.cache_scope, bucket, settings)
+    def _store(self, bucket: int) -> BucketStore:
+        return BucketStore(*self.vars, self.settings.cache_scope, bucket, self.settings)
 
-        def _load(self, store: BucketStore) -> Bucket:
-            state = store.load()
-            self.loaded.append(store.loaded)
-            return state
+    def _load(self, store: BucketStore) -> Bucket:
+        state = store.load()
+        self.loaded.append(store.loaded)
+        return state
 
-        def _ensure_timer(self, state: Bucket, now: int) -> None:
-            if state.timer_at < 0:
-                state.timer_at = now + settings.tick_ms
-                self.handle.registerTimer(state.timer_at)
+    def _ensure_timer(self, state: Bucket, now: int) -> None:
+        if state.timer_at < 0:
+            state.timer_at = now + self.settings.tick_ms
+            self.handle.registerTimer(state.timer_at)
 
-        # -- input -----------------------------------------------------------------------
-        def handleInputRows(self, key: Any, rows: Any, timerValues: Any) -> Iterator[Any]:
-            bucket = _index(int(key[0]))
-            out = Outputs()
-            if bucket == DEAD_BUCKET:
-                for pdf in rows:
-                    # payload: src_partition, src_offset, owner, source topic, reason
-                    for v, p in zip(pdf["value"].tolist(), pdf["payload"].tolist(), strict=True):
-                        sp, so, _, st, r = p.split(SEP, 4)
-                        out.add(
-                            out="dead",
-                            key=f"{st}/{sp}/{so}",
-                            value=_bytes(v),
-                            reason=r,
-                            src_topic=st,
-                            src_partition=int(sp),
-                            src_offset=int(so),
-                            bucket=bucket,
-                        )
-                yield out.frame()
-                return
-            now = int(timerValues.getCurrentProcessingTimeInMs())
-            with _no_gc():
-                frame = self._apply_rows(bucket, rows, now)
-            yield frame
-
-        def _apply_rows(self, bucket: int, rows: Any, now: int) -> Any:
-            out = Outputs()
-            prof = _Profile(bucket)
-            store = self._store(bucket)
-            state = self._load(store)
-            prof.mark(f"load_{store.loaded}")
-            model = state.model
-            n_events = n_dup = n_owned = 0
-            touched: dict[tuple[str, str, int], PartitionState] = {}
-            topics: dict[tuple[str, str], TopicState] = {}
-            findings: list[Finding] = []
-            max_obs = state.input_max_observed if state.input_batch_ts == now else -1
+    # -- input -----------------------------------------------------------------------
+    def handleInputRows(self, key: Any, rows: Any, timerValues: Any) -> Iterator[Any]:
+        bucket = self._index(int(key[0]))
+        out = Outputs()
+        if bucket == DEAD_BUCKET:
             for pdf in rows:
-                prof.mark("arrow")
-                payloads = pdf["payload"].tolist()
-                prof.mark("tolist")
-                events, dups, owned = ordered_events(payloads)
-                prof.mark("order")
-                n_dup += dups
-                n_events += len(payloads)
-                n_owned += owned
-                for ev in events:
-                    if isinstance(ev, TopicConfigReport):
-                        tk = (ev.cluster, ev.topic)
-                        before = model.topics.get(tk)
-                        config = before.config if before is not None else None
-                        found = model.apply(ev)
-                        ts = topics[tk] = model.topics[tk]
-                        if ts.config != config:  # the topic's partitions were re-judged
-                            for pk, ps in model.partitions.items():
-                                if pk[0] == tk[0] and pk[1] == tk[1]:
-                                    touched[pk] = ps
-                    else:
-                        found = model.apply(ev)
-                        if not isinstance(ev, BrokerReport):
-                            k = (ev.cluster, ev.topic, ev.partition)
-                            if k not in touched:
-                                touched[k] = model.partitions[k]
-                    if found:
-                        findings.extend(found)
-                    if ev.observed_at > max_obs:
-                        max_obs = ev.observed_at
-            prof.mark("apply")
-            state.input_batch_ts, state.input_max_observed = now, max_obs
-            state.events += n_events
-            state.duplicates += n_dup
-            self._ensure_timer(state, now)
-            size = store.save(state, touched, topics)
-            prof.mark("save")
-            out.findings(bucket, findings)
-            if settings.emit_state:
-                out.states(bucket, list(touched.values()), model, row_seq(state))
-            prof.mark("outputs")
-            out.add(
-                out="stats",
-                bucket=bucket,
-                n_events=n_owned,
-                n_duplicates=n_dup,
-                n_findings=len(findings),
-                n_partitions=len(model.partitions),
-                state_bytes=size,
-                n_states=len(touched) if settings.emit_state else 0,
-            )
-            frame = out.frame()
-            prof.mark("frame")
-            prof.done(n_events)
-            return frame
+                # payload: src_partition, src_offset, owner, source topic, reason
+                for v, p in zip(pdf["value"].tolist(), pdf["payload"].tolist(), strict=True):
+                    sp, so, _, st, r = p.split(SEP, 4)
+                    out.add(
+                        out="dead",
+                        key=f"{st}/{sp}/{so}",
+                        value=_bytes(v),
+                        reason=r,
+                        src_topic=st,
+                        src_partition=int(sp),
+                        src_offset=int(so),
+                        bucket=bucket,
+                    )
+            yield out.frame()
+            return
+        now = int(timerValues.getCurrentProcessingTimeInMs())
+        with _no_gc():
+            frame = self._apply_rows(bucket, rows, now)
+        yield frame
 
-        # -- time ----------------------------------------------------------------------
-        def handleExpiredTimer(
-            self, key: Any, timerValues: Any, expiredTimerInfo: Any
-        ) -> Iterator[Any]:
-            bucket = _index(int(key[0]))
-            out = Outputs()
-            if bucket == DEAD_BUCKET:
-                return
-            now = int(timerValues.getCurrentProcessingTimeInMs())
-            with _no_gc():
-                self._tick(bucket, now, out)
-            if len(out):
-                yield out.frame()
+    def _apply_rows(self, bucket: int, rows: Any, now: int) -> Any:
+        out = Outputs()
+        prof = _Profile(bucket)
+        store = self._store(bucket)
+        state = self._load(store)
+        prof.mark(f"load_{store.loaded}")
+        model = state.model
+        n_events = n_dup = n_owned = 0
+        touched: dict[tuple[str, str, int], PartitionState] = {}
+        topics: dict[tuple[str, str], TopicState] = {}
+        findings: list[Finding] = []
+        max_obs = state.input_max_observed if state.input_batch_ts == now else -1
+        for pdf in rows:
+            prof.mark("arrow")
+            payloads = pdf["payload"].tolist()
+            prof.mark("tolist")
+            events, dups, owned = ordered_events(payloads)
+            prof.mark("order")
+            n_dup += dups
+            n_events += len(payloads)
+            n_owned += owned
+            for ev in events:
+                if isinstance(ev, TopicConfigReport):
+                    tk = (ev.cluster, ev.topic)
+                    before = model.topics.get(tk)
+                    config = before.config if before is not None else None
+                    found = model.apply(ev)
+                    ts = topics[tk] = model.topics[tk]
+                    if ts.config != config:  # the topic's partitions were re-judged
+                        for pk, ps in model.partitions.items():
+                            if pk[0] == tk[0] and pk[1] == tk[1]:
+                                touched[pk] = ps
+                else:
+                    found = model.apply(ev)
+                    if not isinstance(ev, BrokerReport):
+                        k = (ev.cluster, ev.topic, ev.partition)
+                        if k not in touched:
+                            touched[k] = model.partitions[k]
+                if found:
+                    findings.extend(found)
+                if ev.observed_at > max_obs:
+                    max_obs = ev.observed_at
+        prof.mark("apply")
+        state.input_batch_ts, state.input_max_observed = now, max_obs
+        state.events += n_events
+        state.duplicates += n_dup
+        self._ensure_timer(state, now)
+        size = store.save(state, touched, topics)
+        prof.mark("save")
+        out.findings(bucket, findings)
+        if self.settings.emit_state:
+            out.states(bucket, list(touched.values()), model, row_seq(state))
+        prof.mark("outputs")
+        out.add(
+            out="stats",
+            bucket=bucket,
+            n_events=n_owned,
+            n_duplicates=n_dup,
+            n_findings=len(findings),
+            n_partitions=len(model.partitions),
+            state_bytes=size,
+            n_states=len(touched) if self.settings.emit_state else 0,
+        )
+        frame = out.frame()
+        prof.mark("frame")
+        prof.done(n_events)
+        return frame
 
-        def _tick(self, bucket: int, now: int, out: Outputs) -> None:
-            store = self._store(bucket)
-            state = self._load(store)
-            clock = now
-            if state.input_batch_ts == now and state.input_max_observed >= 0:
-                clock = min(now, state.input_max_observed + settings.catchup_slack_ms)
-            model = state.model
-            findings = model.tick(clock)
-            state.ticks += 1
-            state.timer_at = -1
-            self._ensure_timer(state, now)
-            # What a tick can change: conditions it opens or resolves (findings) and the
-            # details of conditions that stay open.
-            keys = {
-                (f.cluster, f.topic, f.partition)
-                for f in findings
-                if f.topic is not None and f.partition is not None
-            }
-            changed = {k: ps for k, ps in model.partitions.items() if ps.open or k in keys}
-            store.save(state, changed, {})
-            out.findings(bucket, findings)
-            if settings.emit_state and keys:
-                out.states(bucket, [model.partitions[k] for k in keys], model, row_seq(state))
-                # (the sink counts state rows from stats rows; a tick's has no events)
-                out.add(out="stats", bucket=bucket, n_events=0, n_states=len(keys))
+    # -- time ----------------------------------------------------------------------
+    def handleExpiredTimer(
+        self, key: Any, timerValues: Any, expiredTimerInfo: Any
+    ) -> Iterator[Any]:
+        bucket = self._index(int(key[0]))
+        out = Outputs()
+        if bucket == DEAD_BUCKET:
+            return
+        now = int(timerValues.getCurrentProcessingTimeInMs())
+        with _no_gc():
+            self._tick(bucket, now, out)
+        if len(out):
+            yield out.frame()
 
-        def close(self) -> None:
-            pass
+    def _tick(self, bucket: int, now: int, out: Outputs) -> None:
+        store = self._store(bucket)
+        state = self._load(store)
+        clock = now
+        if state.input_batch_ts == now and state.input_max_observed >= 0:
+            clock = min(now, state.input_max_observed + self.settings.catchup_slack_ms)
+        model = state.model
+        findings = model.tick(clock)
+        state.ticks += 1
+        state.timer_at = -1
+        self._ensure_timer(state, now)
+        # What a tick can change: conditions it opens or resolves (findings) and the
+        # details of conditions that stay open.
+        keys = {
+            (f.cluster, f.topic, f.partition)
+            for f in findings
+            if f.topic is not None and f.partition is not None
+        }
+        changed = {k: ps for k, ps in model.partitions.items() if ps.open or k in keys}
+        store.save(state, changed, {})
+        out.findings(bucket, findings)
+        if self.settings.emit_state and keys:
+            out.states(bucket, [model.partitions[k] for k in keys], model, row_seq(state))
+            # (the sink counts state rows from stats rows; a tick's has no events)
+            out.add(out="stats", bucket=bucket, n_events=0, n_states=len(keys))
 
-    return BucketProcessor()
+    def close(self) -> None:
+        pass
+
+
+def make_processor(settings: OperatorSettings) -> BucketProcessor:
+    """The processor for ``transformWithStateInPandas`` with these settings."""
+    return BucketProcessor(settings)
