@@ -16,6 +16,7 @@ lint:
 	.venv/bin/ruff check monitor streaming tests bench dashboards
 	.venv/bin/ruff format --check monitor streaming tests bench dashboards
 	.venv/bin/mypy
+	.venv/bin/lint-imports
 
 bench: setup
 	.venv/bin/python -m bench

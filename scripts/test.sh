@@ -7,6 +7,8 @@ echo "==> ruff"
 .venv/bin/ruff check monitor streaming tests bench dashboards
 echo "==> mypy"
 .venv/bin/mypy
+echo "==> import contracts (pyproject.toml [tool.importlinter], docs/architecture.md)"
+.venv/bin/lint-imports
 echo "==> pytest"
 exec .venv/bin/pytest --doctest-modules monitor streaming dashboards tests -p no:cacheprovider \
   --timeout 900 "$@"
