@@ -12,8 +12,10 @@ wrappers), ``load`` (acknowledged-produce log and loss verification), ``metrics`
 scraping), ``ports`` (free port blocks for parallel test sessions).
 """
 
-from monitor.dev.lab.cluster import Lab, LabState, NodeInfo, NodeStatus
+from monitor.dev.lab.cluster import Lab
 from monitor.dev.lab.config import LabConfig
 from monitor.dev.lab.errors import LabError
+from monitor.dev.lab.nodes import NodeInfo, NodeStatus
+from monitor.dev.lab.statefile import LabState
 
 __all__ = ["Lab", "LabConfig", "LabError", "LabState", "NodeInfo", "NodeStatus"]

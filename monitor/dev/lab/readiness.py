@@ -1,0 +1,69 @@
+"""When a started node is ready: registered as an unfenced broker, its exporter answering."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import time
+from collections.abc import Callable
+
+from monitor.dev.lab.errors import LabError
+from monitor.dev.lab.nodes import Nodes
+
+_log = logging.getLogger(__name__)
+
+
+def port_open(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex((host, port)) == 0
+
+
+def registered_brokers(bootstrap: str) -> set[int]:
+    """Ids of unfenced brokers in the cluster's metadata (empty if none reachable)."""
+    from monitor.dev.lab.admin import unfenced_brokers
+
+    try:
+        return unfenced_brokers(bootstrap, timeout_s=3.0)
+    except Exception as exc:  # not up yet: connection refused, timeouts, ...
+        _log.debug("metadata not available yet: %s", exc)
+        return set()
+
+
+def wait_ready(
+    nodes: Nodes, which: list[int], timeout: float, bootstrap: Callable[[], str]
+) -> None:
+    """Wait until ``which`` are registered, unfenced brokers and their exporters answer.
+
+    ``bootstrap`` gives the brokers to ask at each try (those alive at that moment).
+    Raises :class:`LabError` with the log tail of a node that exits meanwhile, or on
+    timeout with the tails of those not ready."""
+    cfg = nodes.config
+    deadline = time.monotonic() + timeout
+    last_report = 0.0
+    seen: set[int] = set()
+    while True:
+        for node in which:
+            if nodes.pid(node) is None:
+                raise LabError(
+                    f"broker {node} exited while starting; log tail:\n{nodes.log_tail(node)}"
+                )
+        seen = registered_brokers(bootstrap())
+        exporters = {n for n in which if port_open(cfg.host, cfg.jmx_port(n))}
+        if set(which) <= seen and set(which) <= exporters:
+            return
+        now = time.monotonic()
+        if now >= deadline:
+            waiting = sorted(set(which) - seen)
+            tails = "\n".join(nodes.log_tail(n, 15) for n in waiting)
+            raise LabError(
+                f"brokers {waiting} not ready after {timeout:.0f}s "
+                f"(registered: {sorted(seen)})\n{tails}"
+            )
+        if now - last_report >= 5:
+            nodes.say(
+                f"waiting for brokers: registered {sorted(seen)} of {which}, "
+                f"exporters up {sorted(exporters)}"
+            )
+            last_report = now
+        time.sleep(0.5)
