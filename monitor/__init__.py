@@ -1,11 +1,16 @@
 """Kafka replication monitor.
 
-The pipeline is collect -> transport -> model -> export / alert / query:
+The pipeline is collect -> transport -> model -> export / alert / query (docs/architecture.md):
 
 - ``monitor.model``: the watermark model, pure Python (no Spark, Kafka, clock or I/O);
-- ``monitor.contract.events``: the telemetry event contract (pydantic, schema version 1);
-- ``monitor.dev.lab``: a real local KRaft cluster started from Maven jars, with fault commands;
-- ``monitor.commands``: the CLI commands (``monitor --help``).
+- ``monitor.contract``: what the stages exchange -- the event contract (schema version 1),
+  a partition's state row and view, the state store's layout;
+- ``monitor.collector``: ``monitor collect`` (JMX exporter + Admin API -> events);
+- ``monitor.query`` and ``monitor.exporter``: the runbook's side and ``/metrics``;
+- ``monitor.commands``: the CLI commands (``monitor --help``);
+- ``monitor.dev``: the lab, demo, soak and test helpers (development only).
+
+The Spark job is the sibling package ``streaming``.
 """
 
 __version__ = "0.1.0"

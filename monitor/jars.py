@@ -1,4 +1,5 @@
-"""Resolve the lab's jars from Maven Central into the cache, once.
+"""Resolve the jars from Maven Central into the cache, once: the lab's broker and exporter
+agent, and the Spark job's Kafka source.
 
 Three jar sets are described by ``deploy/pom.xml`` (one Maven profile each) and copied by
 ``mvn dependency:copy-dependencies`` into ``<cache>/jars/<set>-<version>/``:
