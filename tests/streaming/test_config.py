@@ -47,3 +47,16 @@ def test_monitor_stream_refuses_it_before_spark_starts() -> None:
     assert proc.returncode == 2, proc.stderr
     assert "flapping_elections must be an integer >= 2" in proc.stderr
     assert "Traceback" not in proc.stderr and "Spark" not in proc.stderr
+
+
+def test_the_jobs_settings_import_without_the_kafka_client() -> None:
+    """streaming.config used to pull in the collector package and with it kafka-python."""
+    code = (
+        "import sys; sys.modules['kafka'] = None\n"  # any `import kafka` now fails
+        "import streaming.config, monitor.connection\n"
+        "print('ok')\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    assert proc.stdout.strip() == "ok", proc.stderr
