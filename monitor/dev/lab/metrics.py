@@ -16,27 +16,33 @@ from monitor.dev.lab.errors import LabError
 
 
 @dataclass(frozen=True)
-class Sample:
+class MetricSample:
+    """One sample of an exporter's page: a Prometheus series (name, labels) and its value.
+
+    Not :class:`monitor.query.sources.Sample` (one point of a partition's history)."""
+
     name: str
     labels: dict[str, str]
     value: float
 
 
-def scrape(url: str, timeout_s: float = 5.0) -> list[Sample]:
+def scrape(url: str, timeout_s: float = 5.0) -> list[MetricSample]:
     """All samples served at ``url`` (one HTTP GET)."""
     try:
         with urllib.request.urlopen(url, timeout=timeout_s) as response:
             text = response.read().decode()
     except OSError as exc:
         raise LabError(f"cannot scrape {url}: {exc}") from exc
-    out: list[Sample] = []
+    out: list[MetricSample] = []
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
-            out.append(Sample(sample.name, dict(sample.labels), float(sample.value)))
+            out.append(MetricSample(sample.name, dict(sample.labels), float(sample.value)))
     return out
 
 
-def partition_value(samples: list[Sample], name: str, topic: str, partition: int) -> float | None:
+def partition_value(
+    samples: list[MetricSample], name: str, topic: str, partition: int
+) -> float | None:
     """The value of per-partition series ``name`` for ``topic``/``partition``, if present."""
     for sample in samples:
         if (
