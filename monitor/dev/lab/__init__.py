@@ -7,9 +7,13 @@ Public API::
         lab.pause(3); lab.resume(3); lab.kill(1); lab.start(1)
         lab.bootstrap_servers, lab.jmx_urls
 
-Helpers live in the submodules: ``jars`` (Maven jar sets), ``admin`` (typed kafka-python
-wrappers), ``load`` (acknowledged-produce log and loss verification), ``metrics`` (exporter
-scraping), ``ports`` (free port blocks for parallel test sessions).
+:class:`Lab` (``cluster``) is made of ``statefile`` (``lab.json`` and its lock), ``jvm`` (a
+node's files, storage format and command line), ``nodes`` (the JVMs by pid), ``readiness``
+and ``collector_file``; ``config`` holds :class:`LabConfig` and the files rendered from it.
+Helpers live in the other submodules: ``admin`` (typed kafka-python wrappers), ``load``
+(acknowledged-produce log and loss verification), ``metrics`` (exporter scraping),
+``ports`` (free port blocks for parallel test sessions); the Maven jar sets are
+``monitor.jars``.
 """
 
 from monitor.dev.lab.cluster import Lab
