@@ -213,12 +213,12 @@ def test_explain_tells_the_loss_and_draws_it(
     assert d["partition"]["leader"] == 2 and d["partition"]["isr"] == [2]
     loss = [f for f in d["findings"] if f["kind"] == "committed_data_loss"]
     assert [f["details"]["lost_count"] for f in loss] == [incident.lost]
-    hws = [s["hw"] for s in d["history"]]
+    hws = [s["high_watermark"] for s in d["history"]]
     assert max(hws) >= 500 and hws[-1] < 500  # the HW went back: the loss, in the history
     assert any(s["leader"] is None for s in d["history"])  # the offline spell
     # --since: only what happened in the window before the partition's newest sample
     short = _json(capsys, "explain", victim, "0", "--store", store, "--since", "1ms")
-    cut = d["partition"]["last_seen"] - 1
+    cut = d["partition"]["updated_at"] - 1
     assert 1 <= len(short["history"]) < len(d["history"])
     assert all(s["at"] >= cut for s in short["history"])
     assert all(f["at"] >= cut for f in short["findings"]) and not any(
