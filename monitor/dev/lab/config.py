@@ -301,6 +301,9 @@ logger.statechange.name = state.change.logger
 logger.statechange.level = INFO
 logger.netty.name = org.apache.kafka.common.network
 logger.netty.level = WARN
+# ... except the Selector's one INFO line per refused client ("Failed authentication with")
+logger.selector.name = org.apache.kafka.common.network.Selector
+logger.selector.level = INFO
 """
 
 
