@@ -158,7 +158,7 @@ def _phase(tl: Timeline, arch: str, phase: int, a: int, b: int, c: int) -> None:
         return
     # unclean_loss, phase >= 3: the lagging c is elected uncleanly; 1000 committed offsets go
     tl.replica(c, leo=1000)
-    tl.meta(leader=c, epoch=7, replicas=[a, b, c], isr=[c], hw=1000)
+    tl.meta(leader=c, epoch=7, replicas=[a, b, c], isr=[c], hw=1000, epoch_start=1000)
 
 
 @dataclass

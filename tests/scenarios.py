@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from monitor.dev.testing import Timeline
+from monitor.dev.testing import T0, Timeline
 from monitor.model import Finding
 
 DATA = Path(__file__).parent / "data"
@@ -170,7 +170,8 @@ def unclean_election() -> Timeline:
     tl.meta(leader=None, epoch=5, replicas=[1, 2], isr=[1])
     tl.advance(5 * SECOND)
     tl.replica(2, leo=1000)  # 2 resumes, still at 1000
-    tl.meta(leader=2, epoch=6, replicas=[1, 2], isr=[2], hw=1000)
+    # its epoch record (OffsetsForLeaderEpoch): the epoch began at its log end, 1000
+    tl.meta(leader=2, epoch=6, replicas=[1, 2], isr=[2], hw=1000, epoch_start=1000)
     tl.advance(5 * SECOND)
     tl.replica(2, leo=1200, hw=1200)  # new writes land on the new leader
     tl.meta(leader=2, epoch=6, replicas=[1, 2], isr=[2], hw=1200)
@@ -330,6 +331,150 @@ def hw_regression() -> Timeline:
     return tl
 
 
+def _rounds(
+    tl: Timeline,
+    n: int,
+    leo: int,
+    *,
+    leader: int,
+    epoch: int,
+    isr: list[int],
+    jmx: tuple[int, ...] = (1, 2, 3),
+    rate: int = 5_000,
+    hw_ahead: int = 0,
+) -> int:
+    """``n`` collection rounds the way ``monitor collect`` stamps them: every broker's JMX
+    page stamped with the round's start (followers a fetch, 5 offsets, behind the leader),
+    the partition event 2 ms later with the leader's HW -- read ``hw_ahead`` offsets later
+    than the pages (at 1000 offsets/s, 40 is 40 ms). Returns the leader's LEO after them."""
+    for _ in range(n):
+        leo += rate
+        for b in jmx:
+            tl.broker(b)
+            tl.replica(b, leo=leo if b == leader else leo - 5)
+        tl.advance(2)
+        tl.meta(leader=leader, epoch=epoch, replicas=[1, 2, 3], isr=isr, hw=leo + hw_ahead)
+        tl.advance(5 * SECOND - 2)
+    return leo
+
+
+def clean_election_blind_round() -> Timeline:
+    """A clean failover while the collector is half blind (issue 16's false loss).
+
+    Leader 1 dies; broker 2, in the ISR and caught up, is elected. In the election round 2's
+    JMX scrape times out (busy taking over) and its epoch record request fails, so its last
+    LEO sample is from the round before -- stamped 2 ms *before* that round's HW, which was
+    read 40 ms later (40 more offsets replicated). The model used to judge the election on
+    that sample and page a loss of 45 offsets.
+    """
+    tl = Timeline(topic="blind")
+    tl.config(rf=3, min_isr=2)
+    leo = _rounds(tl, 4, 100_000, leader=1, epoch=5, isr=[1, 2, 3], hw_ahead=40)
+    leo += 5_000  # 1 wrote a last round, all replicated, then died
+    tl.broker(1, alive=False)
+    tl.broker(2, alive=False)  # its scrape timed out
+    tl.broker(3)
+    tl.replica(3, leo=leo)
+    tl.advance(2)
+    tl.meta(leader=2, epoch=6, replicas=[1, 2, 3], isr=[2, 3], hw=leo)  # no epoch record
+    tl.advance(5 * SECOND - 2)
+    _rounds(tl, 3, leo, leader=2, epoch=6, isr=[2, 3], jmx=(2, 3), hw_ahead=40)
+    return tl
+
+
+def unclean_old_leader_rejoined() -> Timeline:
+    """Unclean election hidden by a rejoin (issue 16): ISR [1] -> leader 2, ISR [2, 1].
+
+    Follower 2 is paused and drops out of the ISR; 1 commits alone up to 5400. 1 dies, 2 is
+    elected uncleanly (it holds 1000), and 1 comes back and rejoins the ISR -- all between
+    two collection rounds. The metadata then shows 2 leading with 1 in the ISR: a member of
+    the last ISR is in the new one, which the model used to take for a clean election.
+    """
+    tl = Timeline(topic="rejoined")
+    tl.config(rf=2, min_isr=1, unclean=True)
+    leo = 1_000
+    tl.meta(leader=1, epoch=4, replicas=[1, 2], isr=[1, 2], hw=leo)
+    tl.replica(1, leo=leo)
+    tl.replica(2, leo=leo)
+    for _ in range(9):
+        tl.advance(5 * SECOND)
+        leo += 490
+        tl.replica(1, leo=leo)
+        isr = [1, 2] if tl.now - T0 < 30 * SECOND else [1]
+        tl.meta(leader=1, epoch=4, replicas=[1, 2], isr=isr, hw=leo if isr == [1] else 1_000)
+    tl.advance(5 * SECOND)
+    tl.replica(2, leo=1_000)
+    tl.meta(leader=2, epoch=5, replicas=[1, 2], isr=[2, 1], hw=1_000, epoch_start=1_000)
+    tl.advance(5 * SECOND)
+    tl.replica(2, leo=1_300)
+    tl.replica(1, leo=1_300)
+    tl.meta(leader=2, epoch=5, replicas=[1, 2], isr=[2, 1], hw=1_300)
+    return tl
+
+
+def broker_restart_no_flicker() -> Timeline:
+    """A follower's clean restart (issue 16's flicker): broker 3 is down for six rounds and
+    back caught up. In its first round back the leader's sample comes first; judged against
+    3's last sample from before the restart it looked 3 rounds behind -- follower_lag opened,
+    and 3's own fresh sample resolved it in the same millisecond."""
+    tl = Timeline(topic="restart")
+    tl.config(rf=3, min_isr=2)
+    leo = _rounds(tl, 3, 10_000, leader=1, epoch=2, isr=[1, 2, 3])
+    # 3 restarting for six rounds: its last sample is 35 s old when it is back, just past
+    # replica.lag.time.max.ms -- but not during its absence (30 s is not yet "behind for
+    # longer than 30 s")
+    leo = _rounds(tl, 6, leo, leader=1, epoch=2, isr=[1, 2], jmx=(1, 2))
+    _rounds(tl, 3, leo, leader=1, epoch=2, isr=[1, 2, 3])  # back, caught up
+    return tl
+
+
+def election_without_evidence() -> Timeline:
+    """A new leader, and for a minute nothing says what it held: its JMX endpoint is down
+    and its epoch record keeps failing. The election is pending -- never paged -- and then
+    reported as election_unverified: the loss is unknown."""
+    tl = Timeline(topic="unknown")
+    tl.config(rf=3, min_isr=2)
+    leo = _rounds(tl, 3, 50_000, leader=1, epoch=3, isr=[1, 2, 3])
+    tl.broker(1, alive=False)
+    tl.advance(2)
+    tl.meta(leader=3, epoch=4, replicas=[1, 2, 3], isr=[2, 3], hw=leo)
+    tl.advance(5 * SECOND - 2)
+    for _ in range(14):  # 70 s: 2 and 3 answer the Admin API, their exporters do not
+        tl.advance(2)
+        tl.meta(leader=3, epoch=4, replicas=[1, 2, 3], isr=[2, 3], hw=leo)
+        tl.advance(5 * SECOND - 2)
+    return tl
+
+
+def stale_former_leader_elected() -> Timeline:
+    """A former leader elected back uncleanly still holds its own epoch's suffix.
+
+    3 leads epoch 1 and writes up to 4000, of which 3000 are committed; it dies. 2 is
+    elected at 3000 (epoch 2) and the HW moves on to 6000 under it. 2 dies too and the
+    stale 3 -- never back since, so never truncated -- is elected uncleanly. Its log end
+    (4000) is above 3000, but [3000, 4000) is epoch 1's uncommitted suffix, not the
+    committed records of epoch 2: everything committed from 3000 on is lost.
+    """
+    tl = Timeline(topic="stale")
+    tl.config(rf=3, min_isr=1, unclean=True)
+    tl.meta(leader=3, epoch=1, replicas=[3, 2, 1], isr=[3, 2], hw=3_000)
+    tl.replica(3, leo=4_000)
+    tl.replica(2, leo=3_000)
+    tl.advance(5 * SECOND)
+    tl.broker(3, alive=False)
+    tl.meta(leader=2, epoch=2, replicas=[3, 2, 1], isr=[2], hw=3_000, epoch_start=3_000)
+    for leo in (4_500, 6_000):
+        tl.advance(5 * SECOND)
+        tl.replica(2, leo=leo)
+        tl.meta(leader=2, epoch=2, replicas=[3, 2, 1], isr=[2], hw=leo)
+    tl.advance(5 * SECOND)
+    tl.broker(2, alive=False)
+    tl.broker(3)
+    tl.replica(3, leo=4_000)
+    tl.meta(leader=3, epoch=3, replicas=[3, 2, 1], isr=[3], hw=3_000, epoch_start=4_000)
+    return tl
+
+
 def epoch_regression() -> Timeline:
     """The leader epoch goes back: the topic was deleted and recreated under the same name."""
     tl = Timeline(topic="recreated")
@@ -351,8 +496,8 @@ SCENARIOS: list[Scenario] = [
             "truncation_below_hw:event seed1/0 broker 1",
             "leader_election:event seed1/0 broker 1",
             "committed_data_loss:event seed1/0",
-            "isr_shrink:event seed1/0",
-            "isr_expand:event seed1/0",
+            "isr_shrink:event seed1/0 broker 2",
+            "isr_expand:event seed1/0 broker 2",
             "stale_telemetry:open broker 2",
             "stale_telemetry:resolved broker 2",
         ],
@@ -406,7 +551,7 @@ SCENARIOS: list[Scenario] = [
         unclean_election,
         expect=[
             "follower_lag:open unclean/0 broker 2",
-            "isr_shrink:event unclean/0",
+            "isr_shrink:event unclean/0 broker 2",
             "offline:open unclean/0",
             "offline:resolved unclean/0",
             "leader_election:event unclean/0 broker 2",
@@ -423,7 +568,8 @@ SCENARIOS: list[Scenario] = [
             ("committed_data_loss", "clean_election", False),
             ("committed_data_loss", "new_leader", 2),
             ("unclean_election", "isr_before", [1]),
-            ("isr_shrink unclean/0", "removed", [2]),
+            ("isr_shrink unclean/0 broker 2", "removed", [2]),
+            ("isr_shrink unclean/0 broker 2", "cause", "lagging"),
             ("durability_risk", "reasons", ["unclean_election_enabled"]),
         ],
     ),
@@ -434,7 +580,7 @@ SCENARIOS: list[Scenario] = [
         old_leader_returns,
         expect=[
             "committed_data_loss:event unclean/0",
-            "isr_expand:event unclean/0",
+            "isr_expand:event unclean/0 broker 1",
             "stale_telemetry:resolved broker 1",
         ],
         forbid=["log_divergence", "truncation_below_hw", "hw_regression"],
@@ -470,7 +616,7 @@ SCENARIOS: list[Scenario] = [
             "follower_lag:open stuck/0 broker 3",
             "hw_lag:open stuck/0",
             "hw_lag:resolved stuck/0",
-            "isr_shrink:event stuck/0",
+            "isr_shrink:event stuck/0 broker 3",
         ],
         forbid=["follower_lag stuck/0 broker 2", "under_min_isr", "committed_data_loss"],
         details=[
@@ -579,6 +725,84 @@ SCENARIOS: list[Scenario] = [
             ("hw_regression", "hw", 805),
             ("hw_regression", "lowest_hw", 800),
             ("hw_regression", "regressed_by", 220),
+        ],
+    ),
+    Scenario(
+        "clean_election_blind_round",
+        "A clean failover in a half-blind round: the new leader's last sample is older than the "
+        "HW, no epoch record -- the election waits for evidence (pending, never paged) and the "
+        "next round's sample (it holds the committed HW) settles it: nothing lost.",
+        clean_election_blind_round,
+        expect=[
+            "leader_election:event blind/0 broker 2",
+            "election_pending:open blind/0",
+            "election_pending:resolved blind/0",
+            "isr_shrink:event blind/0 broker 1",
+        ],
+        forbid=[
+            "committed_data_loss",
+            "unclean_election",
+            "truncation_below_hw",
+            "hw_regression",
+            "election_unverified",
+            "follower_lag",
+        ],
+        details=[
+            ("leader_election", "clean", True),
+            ("isr_shrink", "cause", "not_answering"),
+        ],
+    ),
+    Scenario(
+        "unclean_old_leader_rejoined",
+        "Leader 2 was outside the last ISR [1]; that 1 rejoined before the next sample does not "
+        "make the election clean. The epoch record makes the loss exact: [1000, 5410).",
+        unclean_old_leader_rejoined,
+        expect=[
+            "unclean_election:event rejoined/0 broker 2",
+            "committed_data_loss:event rejoined/0",
+        ],
+        forbid=["leader_election rejoined/0 broker 1", "hw_regression", "truncation_below_hw"],
+        details=[
+            ("unclean_election", "witness", "membership"),
+            ("leader_election", "clean", False),
+            ("committed_data_loss", "lost_from", 1_000),
+            ("committed_data_loss", "lost_to", 5_410),
+            ("committed_data_loss", "leo_sampled", "epoch"),
+        ],
+    ),
+    Scenario(
+        "broker_restart_no_flicker",
+        "A follower back from a clean restart is judged on its own sample of the round, not on "
+        "its last one from before: no follower_lag opens (and resolves in the same ms).",
+        broker_restart_no_flicker,
+        expect=["isr_shrink:event restart/0 broker 3", "isr_expand:event restart/0 broker 3"],
+        forbid=["follower_lag", "log_divergence", "hw_lag", "truncation_below_hw"],
+    ),
+    Scenario(
+        "election_without_evidence",
+        "No epoch record and no sample of the new leader for 60 s: pending (info), then "
+        "election_unverified (warning, the loss unknown) -- no committed_data_loss is claimed.",
+        election_without_evidence,
+        expect=[
+            "election_pending:open unknown/0",
+            "election_pending:resolved unknown/0",
+            "election_unverified:event unknown/0 broker 3",
+        ],
+        forbid=["committed_data_loss", "unclean_election", "hw_regression"],
+        details=[("election_unverified", "epoch", 4)],
+    ),
+    Scenario(
+        "stale_former_leader_elected",
+        "A stale former leader elected uncleanly holds epoch 1's suffix above 3000, not epoch "
+        "2's committed records: everything committed from 3000 on is lost (3000 offsets), "
+        "though its log end (4000) is above where epoch 2 began.",
+        stale_former_leader_elected,
+        expect=["unclean_election:event stale/0 broker 3", "committed_data_loss:event stale/0"],
+        details=[
+            ("committed_data_loss", "lost_from", 3_000),
+            ("committed_data_loss", "lost_to", 6_000),
+            ("committed_data_loss", "lost_count", 3_000),
+            ("committed_data_loss", "diverged_from", 3_000),
         ],
     ),
     Scenario(

@@ -116,6 +116,9 @@ class Sim:
     #: epoch record request fails (a busy new leader, a client that does not know it yet).
     miss_scrape: dict[int, int] = field(default_factory=dict)
     withhold_epoch_rounds: int = 0
+    #: How late into its round a broker's JMX page may be read (it is stamped with the
+    #: round's start whenever it is read): a busy or slow exporter, up to one interval.
+    max_scrape_delay_ms: int = 300
     #: The epoch whose start offset the collector has read (it asks until answered).
     _epoch_asked: int = -1
     _next_round: int = T0
@@ -321,7 +324,9 @@ class Sim:
             if self.miss_scrape.get(b, 0) > 0:
                 self.miss_scrape[b] -= 1
                 continue
-            read_at = t + self.step_ms * self.rng.randint(0, 3)
+            read_at = t + self.step_ms * self.rng.randint(
+                0, self.max_scrape_delay_ms // self.step_ms
+            )
             self._pending.append((read_at, 0, {"what": "jmx", "broker": b, "stamp": t}))
         read_at = t + self.step_ms * self.rng.randint(0, 2)
         self._pending.append((read_at, 1, {"what": "meta", "stamp": t + 2}))

@@ -102,7 +102,7 @@ class ClusterModel:
         ctx = self._contexts.get((cluster, topic))
         if ctx is None:
             ts = self.topics.get((cluster, topic))
-            ctx = part.Context(self.config, ts.config if ts is not None else None)
+            ctx = part.Context(self.config, ts.config if ts is not None else None, self.brokers)
             self._contexts[(cluster, topic)] = ctx
         return ctx
 

@@ -39,6 +39,14 @@ class ModelConfig:
     leo_history: int = 32
     #: Leader-epoch lineage entries kept per partition.
     lineage_limit: int = 64
+    #: An election whose sampled evidence shows a loss waits this long for the new leader's
+    #: exact epoch record before the loss is judged on the sample (the collector asks for it
+    #: every round until answered: two rounds).
+    epoch_record_wait_ms: int = 10_000
+    #: An election with no evidence at all (no epoch record, no LEO sample of the new leader
+    #: taken after the committed HW) is ``election_pending`` this long, then reported as
+    #: ``election_unverified`` (the loss is unknown).
+    election_evidence_wait_ms: int = 60_000
     #: Kafka >= 0.11 truncates a returning follower to the new epoch's start offset
     #: (KIP-101). Set False only to replay pre-epoch (HW-truncation) protocol walk-throughs:
     #: then a replica ahead of a new epoch's start that rejoins without being seen to
@@ -52,6 +60,7 @@ class ModelConfig:
             ("follower_lag_ms", 1), ("hw_lag_ms", 1), ("stale_after_ms", 1),
             ("flapping_window_ms", 1), ("flapping_elections", 2), ("leo_history", 2),
             ("lineage_limit", 1), ("default_min_insync_replicas", 1), ("clock_skew_ms", 0),
+            ("epoch_record_wait_ms", 0), ("election_evidence_wait_ms", 1),
         ):  # fmt: skip
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:

@@ -50,6 +50,8 @@ class FindingKind(StrEnum):
     LEADER_FLAPPING = "leader_flapping"
     STALE_TELEMETRY = "stale_telemetry"
     DURABILITY_RISK = "durability_risk"
+    ELECTION_PENDING = "election_pending"
+    ELECTION_UNVERIFIED = "election_unverified"
 
 
 class FindingState(StrEnum):
@@ -78,6 +80,8 @@ SEVERITY: dict[FindingKind, Severity] = {
     FindingKind.LEADER_FLAPPING: Severity.WARNING,
     FindingKind.STALE_TELEMETRY: Severity.WARNING,
     FindingKind.DURABILITY_RISK: Severity.WARNING,
+    FindingKind.ELECTION_PENDING: Severity.INFO,
+    FindingKind.ELECTION_UNVERIFIED: Severity.WARNING,
 }
 
 #: Kinds that are one-off events; every other kind is a condition (open -> resolved).
@@ -91,6 +95,7 @@ EVENT_KINDS: frozenset[FindingKind] = frozenset(
         FindingKind.HW_REGRESSION,
         FindingKind.TRUNCATION_BELOW_HW,
         FindingKind.EPOCH_REGRESSION,
+        FindingKind.ELECTION_UNVERIFIED,
     }
 )
 

@@ -18,15 +18,16 @@ alone cannot fire it:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-from monitor.model import rules
+from monitor.model import election, rules
 from monitor.model._emit import Emitter
 from monitor.model.config import ModelConfig
 from monitor.model.events import PartitionMeta, ReplicaReport
 from monitor.model.findings import Finding, FindingKind
-from monitor.model.state import EpochEntry, PartitionState, ReplicaState, TopicConfig
+from monitor.model.state import BrokerState, EpochEntry, PartitionState, ReplicaState, TopicConfig
 
 K = FindingKind
 
@@ -37,6 +38,11 @@ class Context:
 
     config: ModelConfig
     topic: TopicConfig | None = None
+    #: The brokers' states (the cluster model's own map, read only): why a replica left.
+    brokers: Mapping[tuple[str, int], BrokerState] = field(default_factory=dict)
+
+    def broker(self, cluster: str, broker: int) -> BrokerState | None:
+        return self.brokers.get((cluster, broker))
 
     @property
     def min_isr(self) -> int:
@@ -66,16 +72,38 @@ def step(
     if applied:
         t = event.observed_at
         emit.condition(K.STALE_TELEMETRY, False, t)
+        if 0 <= state.deferred_at < t:
+            _judge_followers(state, t, ctx, emit)  # what the last instant left undecided
         if isinstance(event, PartitionMeta):
             evaluate_conditions(state, t, ctx, emit)  # leadership/ISR change touches all
         elif event.broker == state.leader:
-            for b, rs in state.replica_states.items():  # lags are measured against the leader
-                _replica_conditions(state, b, rs, t, ctx, emit)
+            _judge_followers(state, t, ctx, emit)  # lags are measured against the leader
             _hw_condition(state, t, ctx, emit)
         else:
             rs = state.replica_states[event.broker]
             _replica_conditions(state, event.broker, rs, t, ctx, emit)
     return state, out
+
+
+def _judge_followers(s: PartitionState, t: int, ctx: Context, emit: Emitter) -> None:
+    """Every replica's lag and divergence conditions, at ``t``.
+
+    No condition opens and resolves at the same instant: a follower whose broker answered
+    the collector at this instant, but whose sample of the round has not been applied yet,
+    is not judged on its older sample -- that sample follows (a broker back from a restart:
+    judged on its last sample from before, it looked rounds behind; ``follower_lag`` opened
+    and its own sample resolved it a moment later). It is judged at the partition's next
+    later instant. A follower whose broker did not answer is judged on what is known.
+    """
+    leader_at = s.leader_leo_history[-1][0] if s.leader_leo_history else -1
+    s.deferred_at = -1
+    for b, rs in s.replica_states.items():
+        if b != s.leader and leader_at == t and rs.observed_at < t:
+            bs = ctx.broker(s.cluster, b)
+            if bs is not None and bs.alive and bs.observed_at == t:
+                s.deferred_at = t
+                continue
+        _replica_conditions(s, b, rs, t, ctx, emit)
 
 
 def tick(state: PartitionState, now: int, ctx: Context) -> list[Finding]:
@@ -90,6 +118,10 @@ def tick(state: PartitionState, now: int, ctx: Context) -> list[Finding]:
         lambda: {"last_seen_at": state.last_seen, "silent_for_ms": silent_for},
     )
     _flapping(state, now, ctx, emit)
+    if state.election is not None and state.election.decided == "":
+        # An undecided election's waits may be over (what it decides is a finding: the
+        # Spark operator keeps the state of partitions whose tick found something).
+        election.maybe_decide(state, now, ctx.config, emit)
     return out
 
 
@@ -119,9 +151,11 @@ def _apply_meta(s: PartitionState, ev: PartitionMeta, ctx: Context, emit: Emitte
             },
         )
         _forget_incarnation(s)
+        emit.condition(K.ELECTION_PENDING, False, t)
 
     prev_isr, prev_elr, prev_epoch = s.isr, s.eligible_leader_replicas, s.leader_epoch
     prev_leader = s.leader if s.leader is not None else _last_leader(s)
+    meta_before = s.meta_at
     s.meta_at = t
     s.last_seen = max(s.last_seen, t)
     s.replicas = ev.replicas
@@ -141,23 +175,25 @@ def _apply_meta(s: PartitionState, ev: PartitionMeta, ctx: Context, emit: Emitte
         if ev.leader_epoch > prev_epoch:
             s.leader_epoch = ev.leader_epoch
             if ev.leader is not None and ev.leader != prev_leader:
-                _on_election(s, ev, prev_leader, prev_epoch, prev_isr, prev_elr, ctx, emit)
+                assert ev.leader is not None
+                s.leader = prev_leader  # judged against the log as it stood
+                election.start_election(
+                    s, ev.leader_epoch, ev.leader, t, prev_leader, prev_epoch, prev_isr,
+                    prev_elr, meta_before, ev.epoch_start_offset, ctx.config, emit,
+                )  # fmt: skip
+                s.leader = ev.leader
+                _reset_leader_measurements(s, t)
             else:
                 # Epoch bumped without a new leader (leader lost, or an older KRaft bumping
                 # the epoch on ISR changes): a new lineage entry, not an election.
                 start = s.leader_leo() if ev.leader is not None else -1
                 _append_lineage(s, EpochEntry(ev.leader_epoch, start, ev.leader, t), ctx)
-        _isr_change(s, prev_isr, ev.isr, t, emit)
+        _isr_change(s, prev_isr, ev.isr, t, ctx, emit)
         s.isr = ev.isr
 
     if ev.epoch_start_offset is not None and ev.leader_epoch == s.leader_epoch:
-        _epoch_start_known(s, ev.epoch_start_offset, t, emit)
-        for i in range(len(s.lineage) - 1, -1, -1):
-            e = s.lineage[i]
-            if e.epoch == ev.leader_epoch:
-                if e.start_offset != ev.epoch_start_offset:
-                    s.lineage[i] = e._replace(start_offset=ev.epoch_start_offset)
-                break
+        election.on_epoch_record(s, ev.epoch_start_offset, t, ctx.config, emit)
+    election.maybe_decide(s, t, ctx.config, emit)
     if ev.high_watermark is not None:
         _observe_hw(s, ev.high_watermark, t, ctx, emit)
     return True
@@ -175,12 +211,11 @@ def _forget_incarnation(s: PartitionState) -> None:
     s.leader_epoch = -1
     s.isr = ()
     s.prev_isr = ()
-    s.hw = s.max_hw = s.hw_at = -1
+    s.hw = s.max_hw = s.max_hw_at = s.hw_at = -1
     s.suspect_hw = -1
     s.replica_states.clear()
     s.leader_leo_history.clear()
-    s.pending_loss_check = None
-    s.sampled_loss_basis = None
+    s.election = None
 
 
 def _append_lineage(s: PartitionState, entry: EpochEntry, ctx: Context) -> None:
@@ -190,130 +225,55 @@ def _append_lineage(s: PartitionState, entry: EpochEntry, ctx: Context) -> None:
 
 
 def _isr_change(
-    s: PartitionState, before: tuple[int, ...], after: tuple[int, ...], t: int, emit: Emitter
+    s: PartitionState,
+    before: tuple[int, ...],
+    after: tuple[int, ...],
+    t: int,
+    ctx: Context,
+    emit: Emitter,
 ) -> None:
+    """One ``isr_shrink`` per broker that left (with why, where telemetry says) and one
+    ``isr_expand`` per broker that joined."""
     removed = [b for b in before if b not in after]
     added = [b for b in after if b not in before]
     if not removed and not added:
         return
     s.prev_isr = before
     details = {"isr_before": list(before), "isr": list(after), "replicas": list(s.replicas)}
-    if removed:
-        emit.event(K.ISR_SHRINK, t, {**details, "removed": removed})
-    if added:
-        emit.event(K.ISR_EXPAND, t, {**details, "added": added})
-
-
-def _on_election(
-    s: PartitionState,
-    ev: PartitionMeta,
-    prev_leader: int | None,
-    prev_epoch: int,
-    prev_isr: tuple[int, ...],
-    prev_elr: tuple[int, ...],
-    ctx: Context,
-    emit: Emitter,
-) -> None:
-    t, leader = ev.observed_at, ev.leader
-    assert leader is not None
-    unclean = rules.is_unclean_election(leader, prev_isr, prev_elr, ev.isr)
-    prev_rs = s.replica_states.get(prev_leader) if prev_leader is not None else None
-    prev_leader_leo = prev_rs.leo if prev_rs is not None else -1
-    leader_rs = s.replica_states.get(leader)
-    new_leo = -1
-    basis = "before"
-    if ev.epoch_start_offset is not None:
-        # The leader's own record of where its epoch began: its log end at the election,
-        # whatever its last sample said (it may have truncated on restart since).
-        new_leo, basis = ev.epoch_start_offset, "epoch"
-        if leader_rs is not None and leader_rs.leo > new_leo:
-            _on_truncation(s, leader, leader_rs, new_leo, t, emit)
-            leader_rs.leo = new_leo
-        if leader_rs is not None:
-            leader_rs.suspect_leo = -1
-    elif leader_rs is not None:
-        if leader_rs.suspect_leo >= 0:
-            # Its latest sample was lower than the one before (it restarted and truncated);
-            # leadership now rests on that latest sample, so believe it -- and say what that
-            # truncation removed, as a second sample would have.
-            _on_truncation(s, leader, leader_rs, leader_rs.suspect_leo, t, emit)
-            leader_rs.leo, leader_rs.suspect_leo = leader_rs.suspect_leo, -1
-        new_leo = leader_rs.leo
-    committed = s.max_hw
-    _append_lineage(s, EpochEntry(ev.leader_epoch, new_leo, leader, t), ctx)
-    s.election_times.append(t)
-    del s.election_times[: max(0, len(s.election_times) - 4 * ctx.config.flapping_elections)]
-    details = {
-        "epoch_before": prev_epoch,
-        "epoch": ev.leader_epoch,
-        "epochs_skipped": max(0, ev.leader_epoch - prev_epoch - 1),
-        "leader_before": prev_leader,
-        "leader": leader,
-        "isr_before": list(prev_isr),
-        "eligible_leader_replicas_before": list(prev_elr),
-        "clean": not unclean,
-        "start_offset": new_leo,
-        "committed_hw_before": committed,
-    }
-    emit.event(K.LEADER_ELECTION, t, details, broker=leader)
-    if unclean:
-        emit.event(K.UNCLEAN_ELECTION, t, details, broker=leader)
-    reported = False
-    if new_leo >= 0:
-        reported = _check_loss(
-            s, committed, new_leo, t, ev.leader_epoch, not unclean, basis, emit, prev_leader_leo
-        )
-        # Replicas holding more than the new leader must truncate to its start offset.
-        for b, rs in s.replica_states.items():
-            rs.must_truncate_to = new_leo if b != leader and rs.leo > new_leo else -1
-    # The LEO judged above may be stale (or unknown): the new leader's first sample under the
-    # new epoch checks again, so the verdict does not depend on which report came first --
-    # unless the leader said where its epoch began (exact: nothing to check again).
-    exact = basis == "epoch"
-    s.pending_loss_check = None if reported or exact else (ev.leader_epoch, committed, not unclean)
-    s.sampled_loss_basis = (
-        None
-        if exact or new_leo < 0
-        else (ev.leader_epoch, new_leo, committed, not unclean, prev_leader_leo)
-    )
-    s.leader = leader
-    _reset_leader_measurements(s, t)
-
-
-def _epoch_start_known(s: PartitionState, start: int, t: int, emit: Emitter) -> None:
-    """The leader's record of where its epoch began, after the election was judged on a
-    sample. If it began lower than that sample, the new leader had truncated in between
-    (a restart): report that truncation and the committed offsets it adds to the loss."""
-    basis, s.sampled_loss_basis = s.sampled_loss_basis, None
-    if basis is None or basis[0] != s.leader_epoch or start >= basis[1]:
-        return
-    epoch, used, committed, clean, leader_before_leo = basis
-    if start < committed:
-        _emit_truncation(s, s.leader, used, start, committed, epoch, t, emit)
-    top = min(used, committed)
-    if start < top:
+    for b in removed:
+        cause, why = _shrink_cause(s, b, t, ctx)
         emit.event(
-            K.COMMITTED_DATA_LOSS,
+            K.ISR_SHRINK,
             t,
-            {
-                "committed_hw_before": committed,
-                "new_leader": s.leader,
-                "new_leader_leo": start,
-                "lost_from": start,
-                "lost_to": top,
-                "lost_count": top - start,
-                "epoch": epoch,
-                "clean_election": clean,
-                "leader_before_leo": leader_before_leo,
-                # Added to the loss already reported from the sample: together they are
-                # the exact loss [start, committed).
-                "old_leader_offsets_lost": top - start,
-                "leo_sampled": "epoch",
-                "correction_of_sampled_leo": used,
-            },
+            {**details, "removed": removed, "cause": cause, "why": why},
+            broker=b,
         )
-    if s.max_hw <= used:
-        s.max_hw = start  # rebased on what the new leader really held
+    for b in added:
+        rs = s.replica_states.get(b)
+        if rs is not None and ctx.config.epoch_truncation:
+            # Kafka lets a replica back into the ISR only once its log matches the leader's
+            # up to the HW and the epoch's start: it has truncated whatever it had to.
+            # (Before KIP-101 it rejoined without truncating: that is the divergence.)
+            rs.must_truncate_to = -1
+        emit.event(K.ISR_EXPAND, t, {**details, "added": added}, broker=b)
+
+
+def _shrink_cause(s: PartitionState, b: int, t: int, ctx: Context) -> tuple[str, str]:
+    """Why ``b`` left the ISR, as far as telemetry says: (code, sentence)."""
+    bs = ctx.broker(s.cluster, b)
+    if bs is not None and not bs.alive:
+        return "not_answering", f"broker {b} does not answer the collector"
+    rs = s.replica_states.get(b)
+    if rs is not None and rs.suspect_leo >= 0:
+        return "restarted", f"broker {b}'s log end went back ({rs.leo} -> {rs.suspect_leo})"
+    if bs is not None and bs.observed_at >= 0 and t - bs.observed_at > ctx.config.stale_after_ms:
+        return "not_answering", f"broker {b} silent for {t - bs.observed_at} ms"
+    if rs is not None and rs.lag_ms > 0:
+        return (
+            "lagging",
+            f"broker {b} behind the leader for {rs.lag_ms} ms ({rs.lag_offsets} offsets)",
+        )
+    return "unknown", f"no telemetry says why broker {b} left"
 
 
 def _reset_leader_measurements(s: PartitionState, t: int) -> None:
@@ -334,59 +294,6 @@ def _reset_leader_measurements(s: PartitionState, t: int) -> None:
     s.suspect_hw = -1
 
 
-def _check_loss(
-    s: PartitionState,
-    committed: int,
-    new_leader_leo: int,
-    t: int,
-    epoch: int,
-    clean: bool,
-    basis: str,
-    emit: Emitter,
-    leader_before_leo: int = -1,
-) -> bool:
-    lost = rules.committed_offsets_lost(committed, new_leader_leo)
-    if lost is None:
-        return False
-    # What the old leader held at its last sample (acks=1 writes included) and the new
-    # leader does not: committed loss <= this <= acknowledged loss, up to what the old
-    # leader acknowledged after that sample.
-    old_leader_lost = max(leader_before_leo, committed) - new_leader_leo
-    emit.event(
-        K.COMMITTED_DATA_LOSS,
-        t,
-        {
-            "committed_hw_before": committed,
-            "new_leader": s.leader if basis == "after" else _leader_of_epoch(s, epoch),
-            "new_leader_leo": new_leader_leo,
-            "lost_from": lost[0],
-            "lost_to": lost[1],
-            "lost_count": lost[1] - lost[0],
-            "epoch": epoch,
-            "clean_election": clean,
-            "leader_before_leo": leader_before_leo,
-            "old_leader_offsets_lost": old_leader_lost,
-            # "epoch": the leader's record of where its epoch began (OffsetsForLeaderEpoch):
-            # exact. "before": the new leader's last LEO sample before the election (an
-            # upper bound if it grew since, exact when it had stalled -- but blind to a
-            # truncation between that sample and the election);
-            # "after": its first sample under the new epoch (may include new writes: a
-            # lower bound).
-            "leo_sampled": basis,
-        },
-    )
-    # The log is rebased: later HWs are measured against what the new leader holds.
-    s.max_hw = new_leader_leo
-    return True
-
-
-def _leader_of_epoch(s: PartitionState, epoch: int) -> int | None:
-    for entry in reversed(s.lineage):
-        if entry.epoch == epoch:
-            return entry.leader
-    return None
-
-
 # --- replica reports (each broker's view of its own log) -----------------------------------
 
 
@@ -404,23 +311,20 @@ def _apply_replica(s: PartitionState, ev: ReplicaReport, ctx: Context, emit: Emi
     rs.observed_at = t
     s.last_seen = max(s.last_seen, t)
 
-    if (
-        ev.broker == s.leader
-        and s.pending_loss_check is not None
-        and t >= s.epoch_started_at
-        and _recheck_loss(s, rs, leo, t, ctx, emit)
-    ):
-        return True
     if 0 <= leo < rs.leo:
         if rs.suspect_leo < 0:
             rs.suspect_leo = leo  # wait for a second sample before believing it
+            if s.election is not None and s.election.leader == ev.broker:
+                election.maybe_decide(s, t, ctx.config, emit)
             return True
-        _on_truncation(s, ev.broker, rs, leo, t, emit)
+        election.truncate(s, ev.broker, rs, leo, t, emit)
     rs.suspect_leo = -1
     rs.leo = leo
     if rs.must_truncate_to >= 0 and leo <= rs.must_truncate_to:
         rs.must_truncate_to = -1  # truncated to the new epoch's start, as Kafka should
 
+    if s.election is not None and s.election.leader == ev.broker:
+        election.maybe_decide(s, t, ctx.config, emit)
     if ev.broker == s.leader:
         _on_leader_sample(s, leo, t, ctx, emit)
         if ev.high_watermark is not None and ev.high_watermark > s.hw and t >= s.hw_at:
@@ -432,71 +336,6 @@ def _apply_replica(s: PartitionState, ev: ReplicaReport, ctx: Context, emit: Emi
     else:
         _measure_follower(s, rs, t, ctx)
     return True
-
-
-def _recheck_loss(
-    s: PartitionState, rs: ReplicaState, leo: int, t: int, ctx: Context, emit: Emitter
-) -> bool:
-    """The new leader's first sample under its epoch: its log end, without a second witness.
-
-    Returns True when the sample has been fully applied here (a lower LEO was accepted).
-    """
-    assert s.pending_loss_check is not None
-    epoch, committed, clean = s.pending_loss_check
-    s.pending_loss_check = None
-    if epoch != s.leader_epoch:
-        return False
-    for i in range(len(s.lineage) - 1, -1, -1):
-        e = s.lineage[i]
-        if e.epoch == epoch and (e.start_offset < 0 or leo < e.start_offset):
-            s.lineage[i] = e._replace(start_offset=leo)
-    if not 0 <= leo < rs.leo:
-        _check_loss(s, committed, leo, t, epoch, clean, "after", emit)
-        return False
-    # Lower than the sample the election was judged on: that one was stale. Accept it.
-    _on_truncation(s, s.leader if s.leader is not None else -1, rs, leo, t, emit)
-    rs.leo, rs.suspect_leo = leo, -1
-    _check_loss(s, committed, leo, t, epoch, clean, "after", emit)
-    _on_leader_sample(s, leo, t, ctx, emit)
-    return True
-
-
-def _on_truncation(
-    s: PartitionState, broker: int, rs: ReplicaState, leo: int, t: int, emit: Emitter
-) -> None:
-    committed = s.max_hw
-    # Truncating down to the new epoch's start is the leader-epoch protocol at work: what it
-    # removes is the old epoch's divergent suffix (already counted when it was lost).
-    floor = committed if rs.must_truncate_to < 0 else min(committed, rs.must_truncate_to)
-    seen = (s.leader_epoch, rs.leo, leo)
-    if committed >= 0 and leo < floor and rs.last_truncation != seen:
-        rs.last_truncation = seen
-        _emit_truncation(s, broker, rs.leo, leo, committed, s.leader_epoch, t, emit)
-
-
-def _emit_truncation(
-    s: PartitionState,
-    broker: int | None,
-    leo_before: int,
-    leo: int,
-    committed: int,
-    epoch: int,
-    t: int,
-    emit: Emitter,
-) -> None:
-    emit.event(
-        K.TRUNCATION_BELOW_HW,
-        t,
-        {
-            "leo_before": leo_before,
-            "leo": leo,
-            "committed_hw": committed,
-            "committed_offsets_removed": min(leo_before, committed) - leo,
-            "leader": s.leader,
-            "epoch": epoch,
-        },
-        broker=broker,
-    )
 
 
 def _on_leader_sample(s: PartitionState, leo: int, t: int, ctx: Context, emit: Emitter) -> None:
@@ -544,6 +383,14 @@ def _measure_follower(s: PartitionState, rs: ReplicaState, now: int, ctx: Contex
 def _observe_hw(s: PartitionState, hw: int, t: int, ctx: Context, emit: Emitter) -> None:
     if t < s.hw_at:
         return
+    if 0 <= hw < s.max_hw and s.max_hw_at < s.epoch_started_at:
+        # A new leader's HW below the highest HW its predecessors reached: what that costs
+        # is the election's verdict (monitor.model.election), not an HW regression of this
+        # leadership's own. The committed HW stays the reference until this one passes it.
+        s.suspect_hw = -1
+        s.hw, s.hw_at = hw, t
+        _measure_hw(s, t)
+        return
     if 0 <= hw < s.max_hw:
         if s.suspect_hw < 0:
             s.suspect_hw = hw  # one low sample may be a stale collector; wait for another
@@ -564,14 +411,22 @@ def _observe_hw(s: PartitionState, hw: int, t: int, ctx: Context, emit: Emitter)
                 "epoch": s.leader_epoch,
             },
         )
-        s.max_hw = hw
+        s.max_hw, s.max_hw_at = hw, t
     s.suspect_hw = -1
     # Within a leadership the HW only grows: a lower value than the leader's own report
     # (a replica event) is an older read, not news -- regressions are judged above.
     if hw >= s.hw or s.hw_at < s.epoch_started_at:
         s.hw = hw
     s.hw_at = t
-    s.max_hw = max(s.max_hw, hw)
+    if hw > s.max_hw or s.max_hw_at < 0:
+        s.max_hw, s.max_hw_at = max(s.max_hw, hw), t
+    if ctx.config.epoch_truncation:
+        for b in s.isr:
+            rs = s.replica_states.get(b)
+            if rs is not None and 0 <= rs.must_truncate_to < hw:
+                # The HW is the ISR's minimum log end at the leader: an ISR member past the
+                # epoch's start has fetched from this leader -- truncated first (KIP-101).
+                rs.must_truncate_to = -1
     _measure_hw(s, t)
 
 
@@ -592,8 +447,7 @@ def _measure_hw(s: PartitionState, now: int) -> None:
 def evaluate_conditions(s: PartitionState, t: int, ctx: Context, emit: Emitter) -> None:
     """(Re)evaluate every condition of the partition from its current state."""
     _isr_conditions(s, t, ctx, emit)
-    for b, rs in s.replica_states.items():
-        _replica_conditions(s, b, rs, t, ctx, emit)
+    _judge_followers(s, t, ctx, emit)
     _hw_condition(s, t, ctx, emit)
     _flapping(s, t, ctx, emit)
 

@@ -36,10 +36,7 @@ def is_at_min_isr(isr: Sequence[int], replicas: Sequence[int], min_isr: int) -> 
 
 
 def is_unclean_election(
-    new_leader: int | None,
-    prev_isr: Sequence[int],
-    prev_elr: Sequence[int],
-    new_isr: Sequence[int] = (),
+    new_leader: int | None, prev_isr: Sequence[int], prev_elr: Sequence[int]
 ) -> bool:
     """The new leader was in neither the last ISR nor the eligible leader replicas.
 
@@ -49,24 +46,22 @@ def is_unclean_election(
     ELR, so any other replica that leads next was elected uncleanly. (The caller asks only
     about partitions it has seen before; first sight is not an election.)
 
-    Telemetry is sampled: a replica can rejoin the ISR and be elected (a preferred election
-    right after a restart) between two samples, so it looks elected from outside the ISR
-    seen last. Kafka elects uncleanly only when no ISR or ELR member is available; a member
-    of the previous ISR that is still in the new ISR was available, so such an election
-    was clean.
+    Telemetry is sampled: a replica outside the ISR seen last may have rejoined and been
+    elected between two samples (a preferred election right after a restart) -- clean -- or
+    the old leader may have rejoined after an unclean election of another replica. The two
+    look alike in the metadata; the loss tells them apart (``monitor.model.election``: a
+    loss at an election that membership calls clean makes it unclean).
 
     >>> is_unclean_election(2, prev_isr=(), prev_elr=(1,))
     True
     >>> is_unclean_election(1, prev_isr=(), prev_elr=(1,))
     False
-    >>> is_unclean_election(1, prev_isr=(2,), prev_elr=(), new_isr=(2, 1))  # rejoined, then led
-    False
+    >>> is_unclean_election(2, prev_isr=(1,), prev_elr=())
+    True
     """
     if new_leader is None:
         return False
-    if new_leader in prev_isr or new_leader in prev_elr:
-        return False
-    return not set(prev_isr) & set(new_isr)
+    return new_leader not in prev_isr and new_leader not in prev_elr
 
 
 def committed_offsets_lost(committed_hw: int, new_leader_leo: int) -> tuple[int, int] | None:

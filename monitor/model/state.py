@@ -40,6 +40,47 @@ class OpenCondition:
 
 
 @dataclass(slots=True)
+class ElectionCheck:
+    """An election whose loss is not decided yet -- or was decided on a LEO sample, which a
+    later epoch record may refine (:mod:`monitor.model.election`)."""
+
+    epoch: int
+    leader: int
+    #: When the election was observed (the metadata's stamp).
+    at: int
+    #: The committed HW it is judged against (the highest seen), and when that was seen.
+    committed: int
+    committed_at: int
+    #: By membership: the new leader was in the last ISR or ELR.
+    clean: bool
+    leader_before: int | None
+    leader_before_leo: int
+    #: The new leader's log is valid only below this (-1: all of it): it held more than an
+    #: earlier epoch's start and was never seen to truncate there or to rejoin the ISR.
+    valid_below: int
+    #: The new leader's LEO sampled certainly before the election (-1: none such).
+    leo_before: int
+    #: The leader_election finding's details, for the findings that follow.
+    details: dict[str, Any]
+    #: Its latest LEO sampled before the election and not before the committed HW (-1:
+    #: none), and whether that sample was a drop (its log end went back: a truncation).
+    pre: int = -1
+    pre_drop: bool = False
+    #: When ``pre`` was sampled, and whether certainly before the election (before the
+    #: metadata that still showed the old leadership).
+    pre_at: int = -1
+    pre_certain: bool = False
+    #: When the metadata before the election was read.
+    meta_before: int = -1
+    #: Whether a sample of the new leader taken after the election has been applied.
+    post_seen: bool = False
+    #: "" while pending; then the basis of the verdict ("epoch", "sample", ...).
+    decided: str = ""
+    #: The LEO a verdict on a sample used.
+    used: int = -1
+
+
+@dataclass(slots=True)
 class ReplicaState:
     """What the model knows of one replica of a partition."""
 
@@ -82,8 +123,9 @@ class PartitionState:
     #: The partition's HW as last reported, and when.
     hw: int = -1
     hw_at: int = -1
-    #: Highest HW ever observed committed (rebased after a loss has been reported).
+    #: Highest HW ever observed committed (rebased after a loss has been reported), and when.
     max_hw: int = -1
+    max_hw_at: int = -1
     #: HW treated as a virtual follower: when it last reached the leader's LEO.
     hw_caught_up_at: int = -1
     hw_lag_ms: int = 0
@@ -95,12 +137,8 @@ class PartitionState:
     epoch_started_at: int = -1
     #: Recent (observed_at, LEO) samples of the current leader, oldest first.
     leader_leo_history: list[tuple[int, int]] = field(default_factory=list)
-    #: After an election that reported no loss: (epoch, committed HW before, clean). The
-    #: new leader's first fresh LEO sample re-checks, since the one used may have been stale.
-    pending_loss_check: tuple[int, int, bool] | None = None
-    #: A loss judged on a sampled LEO at an election, until the leader's epoch record
-    #: arrives: (epoch, new leader LEO used, committed HW, clean, old leader's LEO).
-    sampled_loss_basis: tuple[int, int, int, bool, int] | None = None
+    #: The last election, while its loss is undecided or decided on a sample.
+    election: ElectionCheck | None = None
     #: Times of recent leader elections (for flapping).
     election_times: list[int] = field(default_factory=list)
     meta_at: int = -1
@@ -109,6 +147,9 @@ class PartitionState:
     open: dict[str, OpenCondition] = field(default_factory=dict)
     late_events: int = 0
     duplicate_events: int = 0
+    #: An instant at which some followers were left unjudged (their sample of the round
+    #: may still come); they are judged at the partition's next later instant. -1: none.
+    deferred_at: int = -1
 
     @property
     def key(self) -> tuple[str, str, int]:

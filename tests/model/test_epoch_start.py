@@ -55,11 +55,13 @@ def test_epoch_start_makes_the_loss_exact_and_reports_the_truncation() -> None:
     assert election.details["start_offset"] == 1000
 
 
-def test_without_it_the_stale_sample_undercounts() -> None:
-    """What the model can do without the epoch record: the last sample (1224) -- 224 short."""
+def test_without_it_the_loss_rests_on_a_sample_taken_after_the_election() -> None:
+    """Without the epoch record: its last sample before (1224) is older than the committed
+    HW it would be compared with -- not evidence; its first sample as leader (1050: it has
+    appended 50 since) bounds the loss from below: at least 450 of the 500."""
     (loss,) = [f for f in _incident(epoch_start=None) if f.kind == K.COMMITTED_DATA_LOSS]
-    assert (loss.details["lost_from"], loss.details["lost_count"]) == (1224, 276)
-    assert loss.details["leo_sampled"] == "before"
+    assert (loss.details["lost_from"], loss.details["lost_count"]) == (1050, 450)
+    assert loss.details["leo_sampled"] == "sample"
 
 
 def test_a_late_epoch_record_corrects_the_sampled_loss() -> None:
@@ -87,12 +89,12 @@ def test_a_late_epoch_record_corrects_the_sampled_loss() -> None:
     found = [f for ev in events for f in model.apply(ev)]
     losses = [f for f in found if f.kind == K.COMMITTED_DATA_LOSS]
     assert [(f.details["lost_from"], f.details["lost_to"]) for f in losses] == [
-        (1224, 1500),
-        (1000, 1224),
+        (1050, 1500),  # on its first sample as leader: a lower bound
+        (1000, 1050),  # the epoch record's correction
     ]
     assert sum(f.details["lost_count"] for f in losses) == 500  # exact: [1000, 1500)
     (trunc,) = [f for f in found if f.kind == K.TRUNCATION_BELOW_HW]
-    assert (trunc.broker, trunc.details["leo"]) == (2, 1000)
+    assert (trunc.broker, trunc.details["leo_before"], trunc.details["leo"]) == (2, 1224, 1000)
     assert not [f for f in found if f.kind == K.HW_REGRESSION]
     lineage = model.partitions[("lab", "t", 0)].lineage
     assert lineage[-1].start_offset == 1000

@@ -1,0 +1,422 @@
+"""Elections: who leads now, whether that was clean, and what committed data was lost.
+
+A loss is judged only on evidence not older than the committed HW it is compared with
+(``C``, the highest HW seen, and when it was seen):
+
+1. **the epoch record** -- the new leader's own record of where its epoch began
+   (OffsetsForLeaderEpoch for the previous epoch, sent by the collector as
+   ``epoch_start_offset``): its log end at the election, exact;
+2. **a LEO sample of the new leader stamped at or after C's sample**: its log end as
+   sampled -- exact when it had stopped fetching, an upper bound once it leads (it appends).
+
+The new leader's log is valid only up to where an earlier epoch began if it held more than
+that epoch's start and was never seen to truncate to it nor to rejoin the ISR since (a stale
+former leader elected uncleanly: its suffix is another epoch's records, not the committed
+ones).
+
+An election is decided at once when the evidence is there (the epoch record; or a sample at
+or above C: nothing lost). A sample *below* C indicates a loss; the exact epoch record is
+awaited for ``epoch_record_wait_ms`` before the loss is judged on the sample. Without any
+evidence the election is **pending** (the ``election_pending`` condition, info: visible in
+``explain`` and ``status``, never paged) until it arrives -- or, after
+``election_evidence_wait_ms``, it is reported as ``election_unverified`` (warning: the loss is
+unknown). Nothing unconfirmed is paged, so nothing paged is withdrawn; a verdict on a sample
+is refined when the epoch record arrives later (the offsets it adds are reported as a
+correction, see docs/findings.md).
+
+Unclean, from every witness: the new leader was in neither the last ISR nor the ELR; or a
+loss was proven at an election judged clean that no observed truncation of the new leader
+explains (a clean election cannot lose committed data).
+
+Pure, like the rest of the model: no clock (``t`` is event time or the tick's ``now``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from monitor.model import rules
+from monitor.model._emit import Emitter
+from monitor.model.config import ModelConfig
+from monitor.model.findings import FindingKind
+from monitor.model.state import ElectionCheck, EpochEntry, PartitionState, ReplicaState
+
+K = FindingKind
+
+
+def start_election(
+    s: PartitionState,
+    epoch: int,
+    leader: int,
+    t: int,
+    prev_leader: int | None,
+    prev_epoch: int,
+    prev_isr: tuple[int, ...],
+    prev_elr: tuple[int, ...],
+    meta_before: int,
+    epoch_record: int | None,
+    config: ModelConfig,
+    emit: Emitter,
+) -> None:
+    """A new leader at a new epoch: report the election, then judge it (or wait).
+
+    ``meta_before``: when the metadata was read before this one (it still showed the old
+    leadership): a sample of the new leader taken before that is certainly from before the
+    election.
+    """
+    clean = not rules.is_unclean_election(leader, prev_isr, prev_elr)
+    prev_rs = s.replica_states.get(prev_leader) if prev_leader is not None else None
+    leader_rs = s.replica_states.get(leader)
+    if epoch_record is None and leader_rs is not None and leader_rs.suspect_leo >= 0:
+        # Its latest sample was lower than the one before (it restarted and truncated);
+        # leadership now rests on that latest sample, so believe it -- and say what that
+        # truncation removed, as a second sample would have.
+        truncate(s, leader, leader_rs, leader_rs.suspect_leo, t, emit)
+        leader_rs.leo, leader_rs.suspect_leo = leader_rs.suspect_leo, -1
+    s.lineage.append(EpochEntry(epoch, -1, leader, t))
+    if len(s.lineage) > config.lineage_limit:
+        del s.lineage[0]
+    s.election_times.append(t)
+    del s.election_times[: max(0, len(s.election_times) - 4 * config.flapping_elections)]
+    details = {
+        "epoch_before": prev_epoch,
+        "epoch": epoch,
+        "epochs_skipped": max(0, epoch - prev_epoch - 1),
+        "leader_before": prev_leader,
+        "leader": leader,
+        "isr_before": list(prev_isr),
+        "eligible_leader_replicas_before": list(prev_elr),
+        "clean": clean,
+        "start_offset": epoch_record if epoch_record is not None else -1,
+        "committed_hw_before": s.max_hw,
+    }
+    emit.event(K.LEADER_ELECTION, t, details, broker=leader)
+    # An earlier election still undecided is folded into this one: its committed HW is
+    # still the one this election is judged against (nothing was rebased).
+    if emit.is_open(K.ELECTION_PENDING):
+        emit.condition(K.ELECTION_PENDING, False, t)
+    if not clean:
+        emit.event(K.UNCLEAN_ELECTION, t, {**details, "witness": "membership"}, broker=leader)
+    s.election = ElectionCheck(
+        epoch=epoch,
+        leader=leader,
+        at=t,
+        committed=s.max_hw,
+        committed_at=s.max_hw_at,
+        clean=clean,
+        leader_before=prev_leader,
+        leader_before_leo=prev_rs.leo if prev_rs is not None else -1,
+        # Its log beyond an earlier epoch's start that it never truncated to is another
+        # epoch's suffix: valid only below it.
+        valid_below=leader_rs.must_truncate_to if leader_rs is not None else -1,
+        leo_before=(
+            _latest(leader_rs)
+            if leader_rs is not None and 0 <= leader_rs.observed_at < meta_before
+            else -1
+        ),
+        details=details,
+        meta_before=meta_before,
+    )
+    if leader_rs is not None:
+        _note_pre(s.election, leader_rs)
+    # Replicas holding more than the new leader's start must truncate to it (KIP-101): a
+    # best guess of the start until the epoch record says (the latest sample).
+    start = epoch_record
+    if start is None and leader_rs is not None and leader_rs.leo >= 0:
+        start = _latest(leader_rs)
+    for b, rs in s.replica_states.items():
+        rs.must_truncate_to = start if start is not None and b != leader and rs.leo > start else -1
+    if epoch_record is not None:
+        on_epoch_record(s, epoch_record, t, config, emit)
+    else:
+        maybe_decide(s, t, config, emit)
+
+
+def on_epoch_record(
+    s: PartitionState, start: int, t: int, config: ModelConfig, emit: Emitter
+) -> None:
+    """The current epoch's start, from its leader: exact. Decides a pending election; after a
+    verdict on a sample, reports the offsets that sample missed."""
+    for i in range(len(s.lineage) - 1, -1, -1):
+        e = s.lineage[i]
+        if e.epoch == s.leader_epoch:
+            if e.start_offset != start:
+                s.lineage[i] = e._replace(start_offset=start)
+            break
+    c = s.election
+    if c is None or c.epoch != s.leader_epoch:
+        return
+    rs = s.replica_states.get(c.leader)
+    if rs is not None and 0 <= start < c.leo_before:
+        # Its last sample from certainly before the election held more than the epoch
+        # began with: it truncated in between (a restart). Say what that removed.
+        current = rs.leo
+        rs.leo = c.leo_before
+        truncate(s, c.leader, rs, start, t, emit)
+        rs.leo = current
+        if rs.observed_at <= c.at:  # no sample since: the record is its log end
+            rs.leo, rs.suspect_leo = start, -1
+    if c.decided == "":
+        _decide(s, c, start, "epoch", t, config, emit)
+        return
+    if c.decided == "sample" and c.used >= 0:
+        # Judged on a sample; the record says where the log really ended.
+        valid = _valid(c, start)
+        top = min(_valid(c, c.used), c.committed)
+        if valid < top:
+            _emit_loss(s, c, valid, top, start, "epoch", t, emit, correction_of=c.used)
+        if s.max_hw <= c.used:
+            s.max_hw, s.max_hw_at = valid, t
+    s.election = None
+
+
+def maybe_decide(s: PartitionState, t: int, config: ModelConfig, emit: Emitter) -> None:
+    """Decide a pending election if its evidence has arrived or its waits are over.
+
+    Without the epoch record, samples of the new leader stamped at or after the committed HW:
+
+    - taken before the election (``pre``): at or above ``C``, nothing was lost; below it
+      after a drop (its log end went back: a truncation), the loss is judged on it; below it
+      while it was merely behind, it may have fetched more before the election -- the exact
+      record is awaited;
+    - taken after (``post``): an upper bound of its log end at the election (it appends as
+      leader), so a loss below it is certain (at least that many offsets); at or above
+      ``C`` it proves nothing for an unclean election, and nothing lost for a clean one.
+    """
+    c = s.election
+    if c is None:
+        return
+    rs = s.replica_states.get(c.leader)
+    if c.decided == "sample":
+        _refine(s, c, rs, t, emit)
+        return
+    if c.decided != "":
+        return
+    if c.committed <= 0:
+        _decide(s, c, -1, "nothing committed", t, config, emit)
+        return
+    post = -1
+    if rs is not None and rs.observed_at >= 0:
+        if rs.observed_at < c.at:
+            _note_pre(c, rs)  # a sample from before the election, arriving late
+        elif rs.observed_at > c.pre_at:
+            post = _latest(rs)
+    waited, committed = t - c.at, c.committed
+    pre, pre_ok, post_ok = c.pre, _valid(c, c.pre) >= committed, _valid(c, post) >= committed
+    if pre >= 0 and c.pre_drop:
+        _decide(s, c, pre, "sample", t, config, emit)  # a drop (a truncation) is believed
+    elif pre >= 0 and pre_ok and (c.clean or c.pre_certain):
+        _decide(s, c, pre, "sample", t, config, emit)  # it held everything committed
+    elif post >= 0 and (not post_ok or c.clean):
+        # As leader it only appends: below C, a loss at least this large; at or above C
+        # after a clean election, nothing lost (an ISR member holds what is committed).
+        c.post_seen = True
+        _decide(s, c, post, "sample", t, config, emit)
+    elif pre >= 0 and not pre_ok and waited >= config.epoch_record_wait_ms:
+        _decide(s, c, pre, "sample", t, config, emit)  # the exact record is overdue
+    elif waited >= config.election_evidence_wait_ms:
+        # No evidence, or none that settles it (at or above C, sampled too close to an
+        # unclean election to rule out what it appended since): the loss is unknown.
+        _decide(s, c, -1, "unknown", t, config, emit)
+    else:
+        emit.condition(
+            K.ELECTION_PENDING,
+            True,
+            t,
+            lambda: {
+                "epoch": c.epoch,
+                "leader": c.leader,
+                "committed_hw_before": c.committed,
+                "leader_leo_sampled_before": c.pre,
+                "waiting_for": "the new leader's epoch record or a LEO sample",
+                "since": c.at,
+            },
+        )
+
+
+def _refine(
+    s: PartitionState, c: ElectionCheck, rs: ReplicaState | None, t: int, emit: Emitter
+) -> None:
+    """After a verdict on a sample taken before the election: the leader's log end lower
+    since (a leader's log only grows) means that sample was stale -- it had truncated before
+    it led. Its first sample under the new epoch is believed alone (leadership rests on it,
+    as at the election); later ones once confirmed. What they add to the loss is reported
+    as a correction."""
+    if rs is None or rs.observed_at < c.at:
+        return
+    first, c.post_seen = not c.post_seen, True
+    if first:
+        leo = _latest(rs)
+    elif rs.suspect_leo < 0:
+        leo = rs.leo
+    else:
+        return
+    if not 0 <= leo < c.used:
+        return
+    if rs.suspect_leo >= 0:
+        truncate(s, c.leader, rs, leo, t, emit)  # believed now: say what it removed
+        rs.leo, rs.suspect_leo = leo, -1
+    valid, top = _valid(c, leo), min(_valid(c, c.used), c.committed)
+    if valid < top:
+        _emit_loss(s, c, valid, top, leo, "sample", t, emit, correction_of=c.used)
+        if s.max_hw <= c.used:
+            s.max_hw, s.max_hw_at = valid, t
+    c.used = leo
+
+
+def _decide(
+    s: PartitionState,
+    c: ElectionCheck,
+    leo: int,
+    basis: str,
+    t: int,
+    config: ModelConfig,
+    emit: Emitter,
+) -> None:
+    """The verdict: ``leo`` is the new leader's log end per ``basis`` (-1: unknown)."""
+    verdict: dict[str, Any] = {"basis": basis, "epoch": c.epoch}
+    if basis == "unknown":
+        emit.event(
+            K.ELECTION_UNVERIFIED,
+            t,
+            {
+                **c.details,
+                "committed_hw_before": c.committed,
+                "waited_ms": t - c.at,
+                "leader_leo_sampled_before": c.pre,
+                "lost_at_most": max(0, c.committed - c.pre) if c.pre >= 0 else None,
+                "why": "the new leader's epoch record did not arrive, and its LEO samples do "
+                "not settle what it held when elected",
+            },
+            broker=c.leader,
+        )
+        c.decided = basis
+        s.election = None
+    else:
+        valid = _valid(c, leo) if leo >= 0 else -1
+        lost = rules.committed_offsets_lost(c.committed, valid)
+        if lost is not None:
+            _emit_loss(s, c, lost[0], lost[1], leo, basis, t, emit)
+            if c.clean and not _explained_by_truncation(s, c):
+                # A clean election cannot lose committed data: this one was not clean.
+                emit.event(
+                    K.UNCLEAN_ELECTION,
+                    t,
+                    {
+                        **c.details,
+                        "clean": False,
+                        "witness": "loss",
+                        "lost_count": lost[1] - lost[0],
+                    },
+                    broker=c.leader,
+                )
+            s.max_hw, s.max_hw_at = valid, t  # rebased on what the new leader holds
+        if basis != "nothing committed":
+            _set_lineage_start(s, c.epoch, leo if basis == "epoch" else -1)
+        verdict["lost"] = 0 if lost is None else lost[1] - lost[0]
+        c.decided, c.used = basis, leo
+        # After a verdict on a sample, a later epoch record may still refine it.
+        s.election = c if basis == "sample" else None
+    if emit.is_open(K.ELECTION_PENDING):
+        emit.condition(K.ELECTION_PENDING, False, t)
+    _ = config
+
+
+def _emit_loss(
+    s: PartitionState,
+    c: ElectionCheck,
+    lost_from: int,
+    lost_to: int,
+    leo: int,
+    basis: str,
+    t: int,
+    emit: Emitter,
+    correction_of: int = -1,
+) -> None:
+    # What the old leader held at its last sample (acks=1 writes included) and the new
+    # leader does not: committed loss <= this <= acknowledged loss, up to what the old
+    # leader acknowledged after that sample.
+    details: dict[str, Any] = {
+        "committed_hw_before": c.committed,
+        "new_leader": c.leader,
+        "new_leader_leo": leo,
+        "lost_from": lost_from,
+        "lost_to": lost_to,
+        "lost_count": lost_to - lost_from,
+        "epoch": c.epoch,
+        "clean_election": c.clean,
+        "leader_before_leo": c.leader_before_leo,
+        "old_leader_offsets_lost": max(c.leader_before_leo, lost_to) - lost_from,
+        # "epoch": the new leader's own record of where its epoch began (exact); "sample":
+        # its LEO as sampled at or after the committed HW (exact when it had stopped
+        # fetching, a lower bound of the loss once it leads and appends).
+        "leo_sampled": basis,
+    }
+    if lost_from < leo:
+        details["diverged_from"] = lost_from  # its records above this are another epoch's
+    if correction_of >= 0:
+        # Added to the loss already reported from the sample: together they are the loss
+        # the epoch record says.
+        details["correction_of_sampled_leo"] = correction_of
+    emit.event(K.COMMITTED_DATA_LOSS, t, details)
+
+
+def _note_pre(c: ElectionCheck, rs: ReplicaState) -> None:
+    """The new leader's latest sample from before the election, if it is evidence (not
+    older than the committed HW it would be compared with)."""
+    if rs.observed_at >= max(0, c.committed_at) and rs.observed_at >= c.pre_at:
+        c.pre, c.pre_at = _latest(rs), rs.observed_at
+        c.pre_drop = rs.suspect_leo >= 0 or 0 <= rs.last_truncation[2] == rs.leo
+        c.pre_certain = rs.observed_at < c.meta_before
+
+
+def _valid(c: ElectionCheck, leo: int) -> int:
+    return min(leo, c.valid_below) if c.valid_below >= 0 else leo
+
+
+def _latest(rs: ReplicaState) -> int:
+    """The replica's latest sampled LEO (a lower, unconfirmed one included)."""
+    return rs.suspect_leo if rs.suspect_leo >= 0 else rs.leo
+
+
+def _explained_by_truncation(s: PartitionState, c: ElectionCheck) -> bool:
+    rs = s.replica_states.get(c.leader)
+    return rs is not None and 0 <= rs.last_truncation[2] < c.committed
+
+
+def _set_lineage_start(s: PartitionState, epoch: int, start: int) -> None:
+    for i in range(len(s.lineage) - 1, -1, -1):
+        e = s.lineage[i]
+        if e.epoch == epoch:
+            if start >= 0 and e.start_offset != start:
+                s.lineage[i] = e._replace(start_offset=start)
+            return
+
+
+# --- truncation ----------------------------------------------------------------------------
+
+
+def truncate(
+    s: PartitionState, broker: int, rs: ReplicaState, leo: int, t: int, emit: Emitter
+) -> None:
+    """``broker``'s log end went down to ``leo``: report it if committed offsets went."""
+    committed = s.max_hw
+    # Truncating down to the new epoch's start is the leader-epoch protocol at work: what it
+    # removes is the old epoch's divergent suffix (already counted when it was lost).
+    floor = committed if rs.must_truncate_to < 0 else min(committed, rs.must_truncate_to)
+    seen = (s.leader_epoch, rs.leo, leo)
+    if committed >= 0 and leo < floor and rs.last_truncation != seen:
+        rs.last_truncation = seen
+        emit.event(
+            K.TRUNCATION_BELOW_HW,
+            t,
+            {
+                "leo_before": rs.leo,
+                "leo": leo,
+                "committed_hw": committed,
+                "committed_offsets_removed": min(rs.leo, committed) - leo,
+                "leader": s.leader,
+                "epoch": s.leader_epoch,
+            },
+            broker=broker,
+        )
