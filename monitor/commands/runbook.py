@@ -15,14 +15,15 @@ import os
 import re
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from monitor.contract.state import PartitionView
-from monitor.model import Finding, FindingKind, FindingState, Severity
-from monitor.query.questions import Outcome, audit, what_if
+from monitor.model import EVENT_KINDS, Finding, FindingKind, FindingState, Severity
+from monitor.query.questions import Outcome, Status, audit, what_if
 from monitor.query.render import iso, summary, table
 from monitor.query.sources import ReplaySource, SourceError, StateSource
 
@@ -98,9 +99,25 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     p = add(
         "status",
-        "the cluster at a glance: open findings, offline / under-min-ISR "
-        "partitions, silent brokers, freshness",
+        "the cluster at a glance: open findings, recent data events, offline / under-min-ISR "
+        "partitions, silent brokers, freshness; exits 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN "
+        "(a monitoring-plugin check)",
         run_status,
+    )
+    p.add_argument(
+        "--window",
+        type=duration_ms,
+        default=24 * 3_600_000,
+        metavar="DURATION",
+        help="one-off findings (a loss, an unclean election) count for this long before the "
+        "newest telemetry (default 24h)",
+    )
+    p.add_argument(
+        "--stale-after",
+        type=duration_ms,
+        default=600_000,
+        metavar="DURATION",
+        help="a store whose job last wrote longer ago than this is STALE: UNKNOWN (default 10m)",
     )
     p.add_argument(
         "--prometheus",
@@ -110,12 +127,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p = add(
         "partitions",
-        "the partitions with an open finding of a kind, with their numbers",
+        "the partitions with an open finding of a kind (a condition), or with a finding of a "
+        "one-off kind (a loss, an election...) in the last --since, with their numbers",
         run_partitions,
     )
     p.add_argument("--finding", required=True, choices=[str(k) for k in FindingKind])
     p.add_argument("--topic")
     p.add_argument("--broker", type=int)
+    p.add_argument(
+        "--since",
+        type=duration_ms,
+        default=24 * 3_600_000,
+        metavar="DURATION",
+        help="one-off kinds: how far back before the newest telemetry (default 24h)",
+    )
     p = add(
         "explain", "a partition's story: epochs, ISR changes, watermarks, findings", run_explain
     )
@@ -153,7 +178,8 @@ def _guarded(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Name
             return fn(args)
         except SourceError as e:
             print(f"monitor {args.command}: {e}", file=sys.stderr)
-            return 2
+            # status is a check: what it cannot read, it cannot vouch for (UNKNOWN).
+            return UNKNOWN if args.command == "status" else 2
 
     return run
 
@@ -164,6 +190,52 @@ def _emit_json(obj: Any) -> int:
 
 
 # -- status -------------------------------------------------------------------------------
+
+
+#: The monitoring-plugin exit codes of ``monitor status`` (Nagios, Icinga, Sensu...).
+OK, WARNING, CRITICAL, UNKNOWN = 0, 1, 2, 3
+CODE_NAMES = {OK: "OK", WARNING: "WARNING", CRITICAL: "CRITICAL", UNKNOWN: "UNKNOWN"}
+
+
+def check_status(
+    st: Status,
+    recent: Counter[tuple[str, str]],
+    partitions: int,
+    stale: str | None,
+    firing: Counter[str] | None = None,
+) -> tuple[int, str]:
+    """The check's verdict: (exit code, one line saying why).
+
+    UNKNOWN when there is nothing to judge (no partition) or the source is stale; CRITICAL
+    on an open critical condition, a critical one-off finding within the window (a loss
+    stays CRITICAL for the window, not only the moment it happened) or a critical alert
+    firing in Prometheus (``firing``, by severity, with ``--prometheus``); WARNING likewise.
+
+    >>> from collections import Counter
+    >>> check_status(Status(partitions=3), Counter({("committed_data_loss", "critical"): 1}),
+    ...              3, None)
+    (2, 'CRITICAL - 1 committed_data_loss in the window')
+    """
+    if partitions == 0:
+        return UNKNOWN, "UNKNOWN - no partition telemetry"
+    if stale is not None:
+        return UNKNOWN, f"UNKNOWN - {stale}"
+    parts = []
+    for sev, code in (("critical", CRITICAL), ("warning", WARNING)):
+        events = sorted((k, n) for (k, s_), n in recent.items() if s_ == sev)
+        open_n = st.open_by_severity.get(sev, 0)
+        alerts_n = (firing or Counter())[sev]
+        if events or open_n or alerts_n:
+            what = [f"{n} {k} in the window" for k, n in events]
+            if open_n:
+                what.append(f"{open_n} open {sev}")
+            if alerts_n:
+                what.append(f"{alerts_n} {sev} alert{'s' if alerts_n > 1 else ''} firing")
+            parts.append((code, ", ".join(what)))
+    if not parts:
+        return OK, f"OK - {partitions} partitions, nothing open, nothing in the window"
+    code = max(c for c, _ in parts)
+    return code, f"{CODE_NAMES[code]} - " + "; ".join(w for _, w in parts)
 
 
 def run_status(args: argparse.Namespace) -> int:
@@ -178,13 +250,34 @@ def run_status(args: argparse.Namespace) -> int:
         alerts = prometheus_alerts(args.prometheus)
     telemetry_age = now - fresh.newest_observed_at / 1000 if fresh.newest_observed_at >= 0 else None
     write_age = now - fresh.last_write_at if fresh.last_write_at is not None else None
+    # The window ends at the newest telemetry: a captured file's incident is as recent as
+    # its own end, a live store's as the job's last batch.
+    since = fresh.newest_observed_at - args.window if fresh.newest_observed_at >= 0 else 0
+    recent = Counter((d["kind"], d["severity"]) for d in src.events(since))
+    stale, stale_s = None, args.stale_after / 1000
+    if write_age is not None and write_age > stale_s:
+        stale = f"the job last wrote {_ago(write_age)} ({src.label})"
+    firing = None
+    if alerts is not None:
+        firing = Counter(a["labels"].get("severity", "") for a in alerts)
+    code, line = check_status(st, recent, st.partitions, stale, firing)
     if args.json:
         # (not asdict: it rebuilds Counters from (key, value) pairs, counting the pairs)
         out: dict[str, Any] = {
+            "status": CODE_NAMES[code],
+            "exit_code": code,
+            "summary": line,
             "source": src.label,
             "partitions": st.partitions,
             "open_by_severity": dict(st.open_by_severity),
             "open_by_kind": dict(st.open_by_kind),
+            "events_in_window": {
+                "since": since,
+                "by_kind": [
+                    {"kind": k, "severity": sev, "count": n}
+                    for (k, sev), n in sorted(recent.items())
+                ],
+            },
             "offline": st.offline,
             "under_min_isr": st.under_min_isr,
             "under_replicated": st.under_replicated,
@@ -200,21 +293,30 @@ def run_status(args: argparse.Namespace) -> int:
         }
         if alerts is not None:
             out["prometheus"] = {"url": args.prometheus, "firing": alerts}
-        return _emit_json(out)
+        _emit_json(out)
+        return code
+    print(_colour(line, {CRITICAL: "critical", WARNING: "warning"}.get(code, "")))
     print(f"source:             {src.label}")
     print(f"partitions tracked: {st.partitions}")
     sev = ", ".join(
         _colour(f"{st.open_by_severity[s]} {s}", s) for s in ("critical", "warning", "info")
     )
     print(f"open findings:      {sev}")
+    window_events = ", ".join(
+        _colour(f"{n} {k}", sev_) for (k, sev_), n in sorted(recent.items()) if sev_ != "info"
+    )
+    print(f"in the window:      {window_events or 'no warning or critical event'}")
     print(f"offline:            {st.offline}")
     print(f"under min ISR:      {st.under_min_isr}")
     print(f"under-replicated:   {st.under_replicated}")
     print(f"silent brokers:     {', '.join(map(str, st.silent_brokers)) or 'none'}")
     if telemetry_age is not None:
-        print(f"newest telemetry:   {iso(fresh.newest_observed_at)} ({_ago(telemetry_age)})")
+        # (a captured file is a snapshot: only a store, which a job should keep writing,
+        # goes stale)
+        age = _ago(telemetry_age, stale_s if write_age is not None else None)
+        print(f"newest telemetry:   {iso(fresh.newest_observed_at)} ({age})")
     if write_age is not None:
-        print(f"last job batch:     {fresh.last_batch} written {_ago(write_age)}")
+        print(f"last job batch:     {fresh.last_batch} written {_ago(write_age, stale_s)}")
     if st.open_by_kind:
         print()
         rows = [[k, str(n)] for k, n in st.open_by_kind.most_common()]
@@ -241,17 +343,20 @@ def run_status(args: argparse.Namespace) -> int:
                     ["ALERT", "SEVERITY", "SUBJECT", "ACTIVE SINCE"],
                 )
             )
-    return 0
+    return code
 
 
-def _ago(seconds: float) -> str:
+def _ago(seconds: float, stale_s: float | None = None) -> str:
+    """``42s ago``, ``12 min ago``, ``3.0 h ago``; ``: STALE`` past ``stale_s``."""
     if seconds < 0:
         return f"{-seconds:.0f}s in the future: clocks disagree"
     if seconds < 120:
-        return f"{seconds:.0f}s ago"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min ago" + ("" if seconds < 600 else ": STALE")
-    return f"{seconds / 3600:.1f} h ago: STALE"
+        text = f"{seconds:.0f}s ago"
+    elif seconds < 7200:
+        text = f"{seconds / 60:.0f} min ago"
+    else:
+        text = f"{seconds / 3600:.1f} h ago"
+    return text + (": STALE" if stale_s is not None and seconds > stale_s else "")
 
 
 def _subject(labels: dict[str, str]) -> str:
@@ -269,6 +374,27 @@ def _subject(labels: dict[str, str]) -> str:
 def run_partitions(args: argparse.Namespace) -> int:
     src = _source(args)
     rows: list[dict[str, Any]] = []
+    if FindingKind(args.finding) in EVENT_KINDS:
+        # A one-off kind: the partitions that had one in the window, each with the
+        # finding's own numbers (a partition with two has two rows).
+        newest = src.freshness().newest_observed_at
+        since = newest - args.since if newest >= 0 else 0
+        for d in src.events(since, args.finding):
+            if d.get("partition") is None or (args.topic and d.get("topic") != args.topic):
+                continue
+            if args.broker is not None and args.broker != d.get("broker"):
+                continue
+            rows.append(
+                {
+                    "topic": d["topic"],
+                    "partition": d["partition"],
+                    "broker": d.get("broker"),
+                    "at": d["at"],
+                    "summary": summary(Finding.from_dict(d)),
+                    "details": d["details"],
+                }
+            )
+        return _partition_rows(args, rows, f"no partition had a {args.finding} in the window")
     for v in src.with_open(args.finding, args.topic):
         for o in v.open_findings:
             if o.kind != args.finding:
@@ -300,11 +426,31 @@ def run_partitions(args: argparse.Namespace) -> int:
                     "details": o.details,
                 }
             )
-    rows.sort(key=lambda r: (r["topic"], r["partition"]))
+    return _partition_rows(args, rows, f"no partition has an open {args.finding}")
+
+
+def _partition_rows(args: argparse.Namespace, rows: list[dict[str, Any]], none: str) -> int:
+    rows.sort(key=lambda r: (r["topic"], r["partition"], r.get("at", 0)))
     if args.json:
         return _emit_json(rows)
     if not rows:
-        print(f"no partition has an open {args.finding}")
+        print(none)
+        return 0
+    if rows[0].get("at") is not None:  # one-off findings: when, and what they say
+        print(
+            table(
+                [
+                    [
+                        f"{r['topic']}/{r['partition']}",
+                        "" if r["broker"] is None else str(r["broker"]),
+                        iso(r["at"]),
+                        r["summary"],
+                    ]
+                    for r in rows
+                ],
+                ["PARTITION", "BROKER", "AT", "SUMMARY"],
+            )
+        )
         return 0
     print(
         table(

@@ -100,18 +100,46 @@ def what_if(views: Iterable[PartitionView], stopped: set[int]) -> list[Impact]:
     return out
 
 
-FIXES: dict[str, str] = {
-    "rf_1": "raise the replication factor to 3 (kafka-reassign-partitions.sh with a new "
-    "replica list): one disk failure loses the data",
-    "min_isr_1_with_rf_3": "kafka-configs.sh --alter --entity-type topics --entity-name {topic} "
-    "--add-config min.insync.replicas=2: with 1, acks=all silently degrades to one copy",
-    "min_isr_not_below_rf": "kafka-configs.sh --alter --entity-type topics --entity-name {topic} "
-    "--add-config min.insync.replicas={majority}: with min ISR = RF every broker restart "
-    "stops acks=all writes",
-    "unclean_election_enabled": "kafka-configs.sh --alter --entity-type topics --entity-name "
-    "{topic} --add-config unclean.leader.election.enable=false, unless availability is worth "
-    "losing committed data for this topic",
-}
+_CONFIGS = "kafka-configs.sh --alter --entity-type topics --entity-name {topic} --add-config"
+
+
+def fix_for(reason: str, topic: str, cfg: TopicConfig) -> str:
+    """The change that removes ``reason`` from ``topic``; never one that changes nothing.
+
+    >>> fix_for("min_isr_not_below_rf", "t", TopicConfig(2, 2, False))[:40]
+    'raise the replication factor to 3 (kafka'
+    """
+    majority = cfg.replication_factor // 2 + 1
+    configs = _CONFIGS.format(topic=topic)
+    if reason == "rf_1":
+        return (
+            "raise the replication factor to 3 (kafka-reassign-partitions.sh with a new "
+            "replica list): one disk failure loses the data"
+        )
+    if reason.startswith("min_isr_1_with_rf_"):
+        return (
+            f"{configs} min.insync.replicas={majority}: with 1, acks=all silently degrades "
+            "to one copy"
+        )
+    if reason == "min_isr_not_below_rf":
+        if majority < cfg.replication_factor:
+            return (
+                f"{configs} min.insync.replicas={majority}: with min ISR "
+                f"{cfg.min_insync_replicas} >= RF {cfg.replication_factor} every broker "
+                "restart stops acks=all writes"
+            )
+        # RF 2: the majority is both replicas, so no min ISR is both safe and available.
+        return (
+            "raise the replication factor to 3 (kafka-reassign-partitions.sh), then "
+            f"min.insync.replicas=2 survives one broker down; or {configs} "
+            "min.insync.replicas=1, accepting that an acked write may exist on one copy"
+        )
+    if reason == "unclean_election_enabled":
+        return (
+            f"{configs} unclean.leader.election.enable=false, unless availability is worth "
+            "losing committed data for this topic"
+        )
+    raise ValueError(f"no fix known for durability reason {reason!r} (topic {topic})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,8 +161,7 @@ def audit(configs: Mapping[str, TopicConfig]) -> list[AuditRow]:
             r if not r.startswith("min_isr_1_with_rf_") else "min_isr_1_with_rf_3"
             for r in durability_risks(cfg)
         )
-        majority = cfg.replication_factor // 2 + 1
-        fixes = tuple(FIXES[r].format(topic=topic, majority=majority) for r in reasons)
+        fixes = tuple(fix_for(r, topic, cfg) for r in reasons)
         rows.append(
             AuditRow(
                 topic,

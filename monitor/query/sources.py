@@ -24,7 +24,14 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from monitor.contract.state import BrokerView, PartitionView, view_of
-from monitor.model import ClusterModel, Finding, ModelConfig, ModelEvent, TopicConfig
+from monitor.model import (
+    ClusterModel,
+    Finding,
+    FindingState,
+    ModelConfig,
+    ModelEvent,
+    TopicConfig,
+)
 from monitor.model.events import PartitionMeta, ReplicaReport
 from monitor.query.questions import Status, status
 from monitor.query.replay import ReplayStats, replay
@@ -81,6 +88,10 @@ class StateSource(Protocol):
     def brokers(self) -> list[BrokerView]: ...
     def history(self, topic: str, partition: int, since_ms: int = 0) -> list[Sample]: ...
     def findings(self, topic: str, partition: int, since_ms: int = 0) -> list[dict[str, Any]]: ...
+    def events(self, since_ms: int, kind: str | None = None) -> list[dict[str, Any]]:
+        """One-off findings (state ``event``) at or after ``since_ms``, oldest first; only
+        ``kind`` when given (``Finding.to_dict`` shape)."""
+        ...
 
 
 class ViewQueries:
@@ -216,6 +227,16 @@ class ReplaySource(ViewQueries):
             f.to_dict()
             for f in self._findings
             if f.topic == topic and f.partition == partition and f.at >= since_ms
+        ]
+
+    def events(self, since_ms: int, kind: str | None = None) -> list[dict[str, Any]]:
+        return [
+            f.to_dict()
+            for f in self._findings
+            if f.state == FindingState.EVENT
+            and f.at >= since_ms
+            and (kind is None or f.kind == kind)
+            and self.cluster in (None, f.cluster)
         ]
 
     def all_findings(self) -> list[dict[str, Any]]:

@@ -302,6 +302,17 @@ class StoreReader:
             r["details"] = json.loads(r["details"]) if r["details"] else {}
         return rows
 
+    def events(self, since_ms: int, kind: str | None = None) -> list[dict[str, Any]]:
+        """One-off findings (state ``event``) at or after ``since_ms``, oldest first."""
+        rows = self.query(
+            "SELECT * FROM findings WHERE state = 'event' AND \"at\" >= ? "
+            'AND (?::VARCHAR IS NULL OR kind = ?) ORDER BY "at", id',
+            [int(since_ms), kind, kind],
+        )
+        for r in rows:
+            r["details"] = json.loads(r["details"]) if r["details"] else {}
+        return rows
+
     def all_findings(self) -> list[Finding]:
         """Every finding in the store, oldest first (what the exporter is seeded with)."""
         rows = self.query('SELECT * FROM findings ORDER BY "at", id')
@@ -512,4 +523,8 @@ class StoreSource:
 
     def findings(self, topic: str, partition: int, since_ms: int = 0) -> list[dict[str, Any]]:
         rows: list[dict[str, Any]] = self._q(self.reader.findings, topic, partition, since_ms)
+        return rows
+
+    def events(self, since_ms: int, kind: str | None = None) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = self._q(self.reader.events, since_ms, kind)
         return rows

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,16 +14,71 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 UNCLEAN = str(DATA / "unclean_election.jsonl")
 
 
-def _json(capsys: pytest.CaptureFixture[str], *argv: str) -> object:
-    assert main([*argv, "--json"]) == 0
+def _json(capsys: pytest.CaptureFixture[str], *argv: str, code: int = 0) -> Any:
+    assert main([*argv, "--json"]) == code
     return json.loads(capsys.readouterr().out)
 
 
 def test_status_counts_the_incident(capsys: pytest.CaptureFixture[str]) -> None:
-    st = _json(capsys, "status", "--events", UNCLEAN)
-    assert isinstance(st, dict)
+    """The loss is over (no open critical condition) yet the check says CRITICAL: a one-off
+    finding counts for the window, not only the instant it happened."""
+    st = _json(capsys, "status", "--events", UNCLEAN, code=2)
     assert st["partitions"] == 1 and st["offline"] == 0 and st["under_replicated"] == 1
     assert st["silent_brokers"] == [1]
+    assert st["open_by_severity"].get("critical", 0) == 0
+    assert (st["status"], st["exit_code"]) == ("CRITICAL", 2)
+    events = {(e["kind"], e["severity"]): e["count"] for e in st["events_in_window"]["by_kind"]}
+    assert events[("committed_data_loss", "critical")] == 1
+    assert events[("unclean_election", "critical")] == 1
+    assert st["summary"].startswith("CRITICAL - 1 committed_data_loss in the window")
+
+
+@pytest.mark.parametrize(
+    ("scenario", "extra", "code", "word"),
+    [
+        ("healthy_steady_state", [], 0, "OK"),
+        ("follower_stuck_in_isr", [], 1, "WARNING"),
+        ("unclean_election", [], 2, "CRITICAL"),
+        # a window that ends before the loss: only the open conditions are left (warnings)
+        ("unclean_election", ["--window", "1ms"], 1, "WARNING"),
+    ],
+)
+def test_status_is_a_monitoring_plugin_check(
+    capsys: pytest.CaptureFixture[str], scenario: str, extra: list[str], code: int, word: str
+) -> None:
+    """Exit codes 0/1/2 as Nagios, Icinga and Sensu read them; the first line says why."""
+    argv = ["status", "--events", str(DATA / f"{scenario}.jsonl"), *extra]
+    assert main(argv) == code
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith(f"{word} - "), first
+
+
+def test_partitions_lists_one_off_findings(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--finding`` takes event kinds: the loss, with its numbers, for the window."""
+    rows = _json(capsys, "partitions", "--finding", "committed_data_loss", "--events", UNCLEAN)
+    assert [(r["topic"], r["partition"]) for r in rows] == [("unclean", 0)]
+    assert (rows[0]["details"]["lost_count"], rows[0]["at"]) == (4000, 1700000050000)
+    assert rows[0]["summary"].startswith("lost 4000 committed offsets [1000, 5000)")
+    rows = _json(
+        capsys,
+        "partitions",
+        "--finding",
+        "committed_data_loss",
+        "--events",
+        UNCLEAN,
+        "--since",
+        "1ms",
+    )
+    assert rows == []
+    rows = _json(
+        capsys,
+        "partitions",
+        "--finding",
+        "committed_data_loss",
+        "--events",
+        str(DATA / "healthy_steady_state.jsonl"),
+    )
+    assert rows == []
 
 
 def test_partitions_lists_matching_partitions(capsys: pytest.CaptureFixture[str]) -> None:
@@ -90,7 +146,7 @@ def test_audit_names_the_misconfiguration(capsys: pytest.CaptureFixture[str]) ->
     ],
 )
 def test_clear_errors(capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
-    assert main(argv) == 2
+    assert main(argv) == (3 if argv[0] == "status" else 2)  # status: UNKNOWN
     assert message in capsys.readouterr().err
 
 
@@ -129,7 +185,8 @@ def test_store_errors_name_the_path_and_the_problem(
         ),
     ]
     for argv, message in cases:
-        assert main(argv) == 2, argv
+        # status is a check: what it cannot read is UNKNOWN (3); the other commands fail (2)
+        assert main(argv) == (3 if argv[0] == "status" else 2), argv
         err = capsys.readouterr().err
         assert err.startswith(f"monitor {argv[0]}: ") and message in err, err
 
@@ -145,9 +202,16 @@ def test_monitor_store_from_the_environment(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, small_store: Path
 ) -> None:
     monkeypatch.setenv("MONITOR_STORE", str(small_store))
-    st = _json(capsys, "status")
-    assert isinstance(st, dict) and st["partitions"] == 1000 and st["offline"] == 1
+    st = _json(capsys, "status", code=2)
+    assert st["partitions"] == 1000 and st["offline"] == 1
     assert st["source"] == f"store {small_store}"
     # --events still wins over the environment
-    st = _json(capsys, "status", "--events", UNCLEAN)
-    assert isinstance(st, dict) and st["partitions"] == 1
+    st = _json(capsys, "status", "--events", UNCLEAN, code=2)
+    assert st["partitions"] == 1
+
+
+def test_a_stale_store_is_unknown(capsys: pytest.CaptureFixture[str], small_store: Path) -> None:
+    """A store the job stopped writing cannot vouch for the cluster: UNKNOWN, saying since
+    when -- whatever it last held."""
+    st = _json(capsys, "status", "--store", str(small_store), "--stale-after", "0s", code=3)
+    assert st["status"] == "UNKNOWN" and "the job last wrote" in st["summary"]

@@ -61,8 +61,9 @@ def test_status_lists_the_firing_alerts(
     prometheus: PrometheusProcess, store: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     argv = ["status", "--store", str(store), "--prometheus", prometheus.url]
-    assert main([*argv, "--json"]) == 0
+    assert main([*argv, "--json"]) == 2  # a critical alert is firing: CRITICAL
     st = json.loads(capsys.readouterr().out)
+    assert "1 critical alert firing" in st["summary"]
     firing = [a for a in prometheus.alerts() if a["state"] == "firing"]
     assert st["prometheus"]["url"] == prometheus.url
     names = sorted(a["labels"]["alertname"] for a in st["prometheus"]["firing"])
@@ -72,7 +73,7 @@ def test_status_lists_the_firing_alerts(
     )
     assert ours["labels"]["severity"] == "critical" and ours["state"] == "firing"
     assert st["partitions"] == 1000  # the store's answer is still there
-    assert main(argv) == 0
+    assert main(argv) == 2
     text = capsys.readouterr().out
     assert f"Prometheus {prometheus.url}: {len(firing)} alerts firing" in text
     line = next(ln for ln in text.splitlines() if ln.startswith("RunbookStatusTest"))
@@ -82,11 +83,11 @@ def test_status_lists_the_firing_alerts(
 def test_status_says_when_prometheus_is_gone(
     store: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    """A Prometheus that was there and stopped: exit 2, the URL named."""
+    """A Prometheus that was there and stopped: UNKNOWN (exit 3), the URL named."""
     prom = PrometheusProcess(tmp_path / "gone")
     prom.start()
     url = prom.url
     prom.stop()
-    assert main(["status", "--store", str(store), "--prometheus", url]) == 2
+    assert main(["status", "--store", str(store), "--prometheus", url]) == 3
     err = capsys.readouterr().err
     assert f"monitor status: cannot reach Prometheus at {url}: " in err

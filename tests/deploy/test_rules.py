@@ -43,6 +43,8 @@ NOT_ALERTED = {
     "isr_expand": "info: recovery, the end of an isr_shrink / under_replicated",
     "leader_election": "info: routine (restarts, preferred elections); leader_flapping and "
     "unclean_election are the alerts",
+    "election_pending": "info: an election waiting for its evidence (seconds, usually); "
+    "election_unverified is the alert if none comes",
 }
 
 #: The monitor's own alerts (not finding kinds).

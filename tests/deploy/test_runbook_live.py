@@ -71,6 +71,7 @@ INCIDENTS = {
     "stale_telemetry": Incident("broker_goes_silent", "silent"),
     "leader_flapping": Incident("leader_flapping", "flap", broker=1, until_s=130),
     "epoch_regression": Incident("epoch_regression", "recreated", broker=2),
+    "election_unverified": Incident("election_without_evidence", "unknown", broker=3),
     "durability_risk": Incident("durability_misconfigurations", "minisr1"),
 }
 
@@ -87,6 +88,7 @@ EXPECTED_EMPTY = {
     ("collector_down", "increase(kafka_replication_collector_errors_total[10m])"): COLLECTOR,
     ("collector_down", "kafka_replication_collector_round_duration_seconds"): COLLECTOR,
     ("collector_down", "kafka_replication_collector_broker_up"): COLLECTOR,
+    ("election_unverified", "kafka_replication_collector_errors_total"): COLLECTOR,
     **{
         ("under_min_isr", q): "the under-min-ISR scenario has partition metadata only: no "
         "replica LEOs (so no follower lag) and no broker events"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from monitor.contract.events import to_model, validate_event
 from monitor.contract.state import PartitionView, view_of
 from monitor.dev.testing import Timeline
@@ -102,3 +104,21 @@ def test_status_counts() -> None:
     assert st.open_by_kind["under_min_isr"] == 1
     assert st.open_by_severity["critical"] == 1
     assert st.silent_brokers == [3]
+
+
+def test_audit_never_proposes_a_change_that_changes_nothing() -> None:
+    """Every proposed ``min.insync.replicas=N`` differs from the topic's own, over every
+    RF 1..5 and min ISR 1..6; RF 2 with min ISR 2 gets a real choice, not "set it to 2"."""
+    for rf in range(1, 6):
+        for min_isr in range(1, 7):
+            for unclean in (False, True):
+                (row,) = audit({"t": TopicConfig(rf, min_isr, unclean)})
+                assert len(row.fixes) == len(row.reasons)
+                for fix in row.fixes:
+                    proposed = re.findall(r"--add-config min\.insync\.replicas=(\d+)", fix)
+                    assert str(min_isr) not in proposed, (rf, min_isr, fix)
+                    assert ("unclean.leader.election.enable=false" in fix) <= unclean
+    (rf2,) = audit({"t": TopicConfig(2, 2, False)})
+    assert rf2.reasons == ("min_isr_not_below_rf",)
+    assert "raise the replication factor to 3" in rf2.fixes[0]
+    assert "min.insync.replicas=1" in rf2.fixes[0]

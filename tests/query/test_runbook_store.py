@@ -139,24 +139,28 @@ def incident(
     yield Incident(store, victim, cp, risky, report.lost_count, produced, (began, ended))
 
 
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
-    code = main(list(argv))
+def _run(capsys: pytest.CaptureFixture[str], *argv: str, code: int = 0) -> str:
+    got = main(list(argv))
     out, err = capsys.readouterr()
-    assert code == 0, err
+    assert got == code, err
     return out
 
 
-def _json(capsys: pytest.CaptureFixture[str], *argv: str) -> Any:
-    return json.loads(_run(capsys, *argv, "--json"))
+def _json(capsys: pytest.CaptureFixture[str], *argv: str, code: int = 0) -> Any:
+    return json.loads(_run(capsys, *argv, "--json", code=code))
 
 
 def test_status(incident: Incident, capsys: pytest.CaptureFixture[str]) -> None:
     """Broker 1 was killed and never came back while recorded: silent; the victim is
-    under-replicated (ISR [2] of [1, 2]); the monitor's own freshness is the recording's."""
+    under-replicated (ISR [2] of [1, 2]); the monitor's own freshness is the recording's.
+    The loss is a one-off finding, no longer open, yet the check says CRITICAL (exit 2)."""
     store = str(incident.store)
     asked = time.time()
-    st = _json(capsys, "status", "--store", store)
+    st = _json(capsys, "status", "--store", store, "--stale-after", "1h", code=2)
     answered = time.time()
+    assert st["status"] == "CRITICAL"
+    in_window = {e["kind"]: e["count"] for e in st["events_in_window"]["by_kind"]}
+    assert in_window["committed_data_loss"] == 1 and in_window["unclean_election"] == 1
     assert st["source"] == f"store {store}"
     assert st["partitions"] >= 3
     assert st["silent_brokers"] == [1]
@@ -175,7 +179,8 @@ def test_status(incident: Incident, capsys: pytest.CaptureFixture[str]) -> None:
     assert (fresh["last_batch"], fresh["last_write_at"]) == newest
     age = fresh["last_write_age_s"]
     assert asked - newest[1] - 0.001 <= age <= answered - newest[1] + 0.001
-    text = _run(capsys, "status", "--store", store)
+    text = _run(capsys, "status", "--store", store, "--stale-after", "1h", code=2)
+    assert text.startswith("CRITICAL - 1 committed_data_loss in the window")
     assert f"source:             store {store}" in text
     assert "silent brokers:     1" in text
     assert "newest telemetry:" in text and "last job batch:" in text
@@ -197,6 +202,11 @@ def test_partitions_with_a_finding(incident: Incident, capsys: pytest.CaptureFix
     )  # fmt: skip
     assert f"{incident.victim}/0" in text and "missing [1]" in text
     assert _json(capsys, "partitions", "--finding", "log_divergence", "--store", store) == []
+    # a one-off kind: the loss, with its numbers, read from the store's findings
+    rows = _json(capsys, "partitions", "--finding", "committed_data_loss", "--store", store)
+    assert [(r["topic"], r["partition"], r["details"]["lost_count"]) for r in rows] == [
+        (incident.victim, 0, incident.lost)
+    ]
 
 
 def test_explain_tells_the_loss_and_draws_it(
