@@ -42,6 +42,7 @@ from streaming.operator import (
     OperatorSettings,
     bucket_keys,
     make_processor,
+    state_fingerprint,
 )
 from streaming.store import is_local, write_findings_locally
 
@@ -439,23 +440,26 @@ LAYOUT_FILE = "monitor-layout.json"
 
 
 class LayoutError(ValueError):
-    """The checkpoint's state was written with another bucket layout."""
+    """The checkpoint's state was written with another bucket layout or state shape."""
 
 
 def check_layout(checkpoint: str, buckets: int) -> None:
-    """Refuse to resume a checkpoint whose state is keyed differently; record a new one's.
+    """Refuse to resume a checkpoint whose state is keyed or shaped differently; record a
+    new one's.
 
     The operator's state is keyed by bucket: another ``--buckets``, or a checkpoint written
     before the bucket keys (which grouped by the plain index), would hand every bucket the
-    state of other partitions — wrong findings, silently. A local checkpoint records its
-    layout in ``monitor-layout.json`` when the job first starts on it. A checkpoint URI
-    (``hdfs://``, ``s3a://``) is not checked: keep ``--buckets`` unchanged there.
+    state of other partitions — wrong findings, silently. The state is the model's
+    dataclasses pickled positionally: a version of the job whose model state has other
+    fields (``state_fingerprint``) cannot read it. A local checkpoint records both in
+    ``monitor-layout.json`` when the job first starts on it. A checkpoint URI (``hdfs://``,
+    ``s3a://``) is not checked: keep ``--buckets`` and the job's version unchanged there.
     """
     if not is_local(checkpoint):
         return
     root = Path(checkpoint)
     marker = root / LAYOUT_FILE
-    want = {"layout": LAYOUT, "buckets": buckets}
+    want = {"layout": LAYOUT, "buckets": buckets, "state": state_fingerprint()}
     if marker.is_file():
         try:
             have = json.loads(marker.read_text())
@@ -463,6 +467,13 @@ def check_layout(checkpoint: str, buckets: int) -> None:
             raise LayoutError(f"{marker}: not the job's layout record ({e})") from e
         if not isinstance(have, dict):
             raise LayoutError(f"{marker}: not the job's layout record (not an object)")
+        if have.get("state") != want["state"] and have.get("buckets") == buckets:
+            raise LayoutError(
+                f"checkpoint {checkpoint} holds model state of another shape (state "
+                f"{have.get('state')}, this job's is {want['state']}): it was written by "
+                "another version of the job; start on a new --checkpoint and --store (the new "
+                "job rebuilds the state from the events topic)"
+            )
         if have != want:
             raise LayoutError(
                 f"checkpoint {checkpoint} holds state for {have.get('buckets')} buckets "

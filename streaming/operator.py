@@ -266,6 +266,24 @@ _DISPATCH = {
 }
 
 
+def state_fingerprint(classes: tuple[type, ...] | None = None) -> str:
+    """What the pickled state's shape depends on: every stored class's field names, in
+    order (the reducers above store them positionally) -- 12 hex digits.
+
+    A checkpoint records it (``monitor-layout.json``); the job refuses one written with
+    another, as unpickling it would hand fields to the wrong names or fail mid-batch.
+    ``classes``: the stored classes (default: the model's).
+    """
+    from monitor.model.state import ElectionCheck, EpochEntry, TopicConfig
+
+    shape = [
+        (cls.__name__, [f.name for f in fields(cls)])
+        for cls in classes or (*_DISPATCH, ElectionCheck, TopicConfig)
+    ]
+    shape.append((EpochEntry.__name__, list(EpochEntry._fields)))
+    return zlib.crc32(json.dumps(shape).encode()).to_bytes(4, "big").hex() + f"{len(shape):04x}"
+
+
 def dumps(obj: Bucket | Delta) -> bytes:
     """Pickle a bucket or delta; the model's dataclasses are reduced to constructor arguments."""
     buf = io.BytesIO()

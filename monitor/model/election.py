@@ -71,7 +71,7 @@ def start_election(
         # Its latest sample was lower than the one before (it restarted and truncated);
         # leadership now rests on that latest sample, so believe it -- and say what that
         # truncation removed, as a second sample would have.
-        truncate(s, leader, leader_rs, leader_rs.suspect_leo, t, emit)
+        truncate(s, leader, leader_rs, leader_rs.suspect_leo, t, emit, epoch=prev_epoch)
         leader_rs.leo, leader_rs.suspect_leo = leader_rs.suspect_leo, -1
     s.lineage.append(EpochEntry(epoch, -1, leader, t))
     if len(s.lineage) > config.lineage_limit:
@@ -178,7 +178,9 @@ def maybe_decide(s: PartitionState, t: int, config: ModelConfig, emit: Emitter) 
     - taken before the election (``pre``): at or above ``C``, nothing was lost; below it
       after a drop (its log end went back: a truncation), the loss is judged on it; below it
       while it was merely behind, it may have fetched more before the election -- the exact
-      record is awaited;
+      record is awaited, and after an unclean election the loss is judged on the sample
+      once ``epoch_record_wait_ms`` is over (after a clean one such a sample proves only
+      that the stamps were not comparable: no verdict on it);
     - taken after (``post``): an upper bound of its log end at the election (it appends as
       leader), so a loss below it is certain (at least that many offsets); at or above
       ``C`` it proves nothing for an unclean election, and nothing lost for a clean one.
@@ -212,8 +214,13 @@ def maybe_decide(s: PartitionState, t: int, config: ModelConfig, emit: Emitter) 
         # after a clean election, nothing lost (an ISR member holds what is committed).
         c.post_seen = True
         _decide(s, c, post, "sample", t, config, emit)
-    elif pre >= 0 and not pre_ok and waited >= config.epoch_record_wait_ms:
-        _decide(s, c, pre, "sample", t, config, emit)  # the exact record is overdue
+    elif pre >= 0 and not pre_ok and not c.clean and waited >= config.epoch_record_wait_ms:
+        # Unclean: a replica outside the ISR may well hold less than was committed; the
+        # exact record is overdue, so the loss is judged on the sample (an upper bound).
+        # A clean leader's sample below C is no evidence: an ISR member holds at least
+        # every HW the leader reported before the sample -- unless the stamps are not
+        # comparable (same round, two collectors' clocks), which is what it shows.
+        _decide(s, c, pre, "sample", t, config, emit)
     elif waited >= config.election_evidence_wait_ms:
         # No evidence, or none that settles it (at or above C, sampled too close to an
         # unclean election to rule out what it appended since): the loss is unknown.
@@ -397,14 +404,24 @@ def _set_lineage_start(s: PartitionState, epoch: int, start: int) -> None:
 
 
 def truncate(
-    s: PartitionState, broker: int, rs: ReplicaState, leo: int, t: int, emit: Emitter
+    s: PartitionState,
+    broker: int,
+    rs: ReplicaState,
+    leo: int,
+    t: int,
+    emit: Emitter,
+    epoch: int | None = None,
 ) -> None:
-    """``broker``'s log end went down to ``leo``: report it if committed offsets went."""
+    """``broker``'s log end went down to ``leo``: report it if committed offsets went.
+
+    ``epoch``: the leadership it happened under when not the current one (a truncation
+    first believed at the election that followed it)."""
+    epoch = s.leader_epoch if epoch is None else epoch
     committed = s.max_hw
     # Truncating down to the new epoch's start is the leader-epoch protocol at work: what it
     # removes is the old epoch's divergent suffix (already counted when it was lost).
     floor = committed if rs.must_truncate_to < 0 else min(committed, rs.must_truncate_to)
-    seen = (s.leader_epoch, rs.leo, leo)
+    seen = (epoch, rs.leo, leo)
     if committed >= 0 and leo < floor and rs.last_truncation != seen:
         rs.last_truncation = seen
         emit.event(
@@ -416,7 +433,7 @@ def truncate(
                 "committed_hw": committed,
                 "committed_offsets_removed": min(rs.leo, committed) - leo,
                 "leader": s.leader,
-                "epoch": s.leader_epoch,
+                "epoch": epoch,
             },
             broker=broker,
         )

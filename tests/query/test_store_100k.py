@@ -40,17 +40,17 @@ def reference(synthetic: SyntheticStore) -> list[PartitionView]:
     return [PartitionView.from_row(r) for r in rows]
 
 
-def _json(capsys: pytest.CaptureFixture[str], *argv: str) -> Any:
-    code = main([*argv, "--json"])
+def _json(capsys: pytest.CaptureFixture[str], *argv: str, code: int = 0) -> Any:
+    got = main([*argv, "--json"])
     out, err = capsys.readouterr()
-    assert code == 0, err
+    assert got == code, err
     return json.loads(out)
 
 
 def test_status_counts_every_partition(
     synthetic: SyntheticStore, reference: list[PartitionView], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    st = _json(capsys, "status", "--store", str(synthetic.root))
+    st = _json(capsys, "status", "--store", str(synthetic.root), code=2)  # offline: CRITICAL
     ref = status(reference, [synthetic.silent_broker])
     assert st["partitions"] == ref.partitions == N
     assert st["offline"] == ref.offline == synthetic.counts["offline"]

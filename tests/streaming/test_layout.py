@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from streaming.job import LAYOUT_FILE, LayoutError, check_layout
+from streaming.operator import state_fingerprint
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,6 +34,37 @@ def test_a_checkpoint_of_the_earlier_layout_is_refused(tmp_path: Path) -> None:
     with pytest.raises(LayoutError, match="earlier version"):
         check_layout(str(tmp_path), 16)
     assert not (tmp_path / LAYOUT_FILE).exists()
+
+
+def test_a_checkpoint_of_another_state_shape_is_refused(tmp_path: Path) -> None:
+    """The model's state is pickled positionally: a job whose state classes have other
+    fields must not read it (fields handed to the wrong names, or a failure mid-batch)."""
+    check_layout(str(tmp_path), 16)
+    record = json.loads((tmp_path / LAYOUT_FILE).read_text())
+    assert record["state"] == state_fingerprint()
+    (tmp_path / LAYOUT_FILE).write_text(json.dumps(record | {"state": "0123456789ab"}))
+    with pytest.raises(LayoutError, match=r"model state of another shape \(state 0123456789ab"):
+        check_layout(str(tmp_path), 16)
+    # a record from before the state was recorded (issue 16 changed the state) is refused too
+    (tmp_path / LAYOUT_FILE).write_text(json.dumps({"layout": record["layout"], "buckets": 16}))
+    with pytest.raises(LayoutError, match="another version of the job"):
+        check_layout(str(tmp_path), 16)
+
+
+def test_the_fingerprint_follows_the_state_classes() -> None:
+    """A stored class with one more field has another fingerprint (so the check above
+    catches a model change); the same classes, the same one."""
+    import dataclasses
+
+    from monitor.model.state import ElectionCheck
+
+    @dataclasses.dataclass
+    class ElectionCheckWithMore(ElectionCheck):  # type: ignore[misc]
+        more: int = 0
+
+    ElectionCheckWithMore.__name__ = "ElectionCheck"
+    assert state_fingerprint((ElectionCheck,)) == state_fingerprint((ElectionCheck,))
+    assert state_fingerprint((ElectionCheckWithMore,)) != state_fingerprint((ElectionCheck,))
 
 
 def test_a_damaged_record_is_named(tmp_path: Path) -> None:
