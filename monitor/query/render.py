@@ -37,10 +37,17 @@ SUMMARIES: dict[str, _Summary] = {
     "leader_election": lambda d: (
         f"{'clean' if d['clean'] else 'UNCLEAN'} election: leader {d['leader_before']} -> "
         f"{d['leader']}, epoch {d['epoch_before']} -> {d['epoch']}, "
-        f"start offset {d['start_offset']}"
+        + (
+            f"start offset {d['start_offset']}"
+            if d["start_offset"] >= 0
+            else "start offset not yet known (epoch record pending)"
+        )
     ),
     "unclean_election": lambda d: (
-        f"leader {d['leader']} was not in ISR {d['isr_before']} (epoch {d['epoch']}); "
+        f"the controller counted {d['counted']} unclean election(s) (its counter "
+        f"{d['counter_before']} -> {d['counter']}); partition not named by the counter"
+        if d.get("witness") == "controller_counter"
+        else f"leader {d['leader']} was not in ISR {d['isr_before']} (epoch {d['epoch']}); "
         f"its LEO {d['start_offset']} vs committed HW {d['committed_hw_before']}"
     ),
     "committed_data_loss": lambda d: (
