@@ -475,6 +475,32 @@ def stale_former_leader_elected() -> Timeline:
     return tl
 
 
+def controller_counts_unclean_election() -> Timeline:
+    """Three controllers report UncleanLeaderElectionsPerSec every 5 s; the partition the
+    monitor collects stays healthy. At 70 s controller 3 restarts: silent for a round, then
+    back with its counter at 2 (it replayed the metadata log) and 3 five seconds later, still
+    replaying. At 90 s an unclean election the monitor has no partition evidence for (a
+    topic it does not collect): every controller's counter rises by one (standbys count
+    too). Only the counters warm for 30 s are believed: 1 and 2 report it, 3 does not."""
+    tl = Timeline(topic="counted")
+    counts = {1: 0, 2: 0, 3: 0}
+    for i in range(26):
+        t_s = i * 5
+        if t_s == 90:
+            counts = {b: n + 1 for b, n in counts.items()}
+        for b in (1, 2, 3):
+            if b == 3 and t_s == 70:
+                tl.broker(3, alive=False)
+                continue
+            n = counts[b]
+            if b == 3 and t_s >= 75:
+                n += 2 if t_s == 75 else 3  # the replayed old elections
+            tl.broker(b, unclean_elections_total=n, active_controller=b == 1)
+        tl.meta(leader=1, epoch=0, replicas=[1, 2, 3], isr=[1, 2, 3], hw=100)
+        tl.advance(5 * SECOND)
+    return tl
+
+
 def epoch_regression() -> Timeline:
     """The leader epoch goes back: the topic was deleted and recreated under the same name."""
     tl = Timeline(topic="recreated")
@@ -803,6 +829,19 @@ SCENARIOS: list[Scenario] = [
             ("committed_data_loss", "lost_to", 6_000),
             ("committed_data_loss", "lost_count", 3_000),
             ("committed_data_loss", "diverged_from", 3_000),
+        ],
+    ),
+    Scenario(
+        "controller_counts_unclean_election",
+        "The controllers' unclean-election counter rose by one (a partition the monitor does "
+        "not see): reported once per warm controller, without a partition; the restarted "
+        "controller's replayed count is a new baseline, not an election.",
+        controller_counts_unclean_election,
+        expect=["unclean_election:event broker 1", "unclean_election:event broker 2"],
+        forbid=["unclean_election broker 3", "committed_data_loss", "leader_election"],
+        details=[
+            ("unclean_election", "witness", "controller_counter"),
+            ("unclean_election", "counted", 1),
         ],
     ),
     Scenario(

@@ -62,9 +62,15 @@ def replica_events(
 
 
 def broker_event(
-    cluster: str, broker: int, observed_at: int, scrape: BrokerScrape | None
+    cluster: str,
+    broker: int,
+    observed_at: int,
+    scrape: BrokerScrape | None,
+    unclean_counter: bool = True,
 ) -> BrokerEvent:
-    """``alive`` is whether the broker answered; a silent broker is an event, not a gap."""
+    """``alive`` is whether the broker answered; a silent broker is an event, not a gap.
+    ``unclean_counter``: whether the unclean-election counter is a witness on this cluster
+    (:func:`monitor.collector.versions.trust_unclean_counter`); if not, it is left out."""
     c = scrape.counters if scrape is not None else {}
     active = c.get("active_controller")
     return BrokerEvent(
@@ -74,7 +80,7 @@ def broker_event(
         observed_at=observed_at,
         broker=broker,
         alive=scrape is not None,
-        unclean_elections_total=c.get("unclean_elections_total"),
+        unclean_elections_total=c.get("unclean_elections_total") if unclean_counter else None,
         isr_shrinks_total=c.get("isr_shrinks_total"),
         isr_expands_total=c.get("isr_expands_total"),
         under_replicated_partitions=c.get("under_replicated_partitions"),

@@ -31,6 +31,7 @@ from monitor.collector.admin import (
 )
 from monitor.collector.config import CollectorConfig
 from monitor.collector.security import explain_connect_failure, install_redaction
+from monitor.collector.versions import broker_version, trust_unclean_counter
 from monitor.contract.events import dumps
 
 log = logging.getLogger("monitor.collector")
@@ -98,6 +99,8 @@ class Collector:
         self.health = _Health()
         self._metrics_server: Any = None
         self._stop = threading.Event()
+        #: Whether broker events carry the unclean-election counter (decided at start).
+        self.unclean_counter = False
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -111,6 +114,12 @@ class Collector:
             )
         except KafkaError as e:
             raise explain_connect_failure(cfg.kafka, e) from None
+        version = broker_version(self._admin)
+        self.unclean_counter, why = trust_unclean_counter(cfg.unclean_counter, version)
+        log.info(
+            "the controller's unclean-election counter is %s: %s",
+            "used" if self.unclean_counter else "not used", why,
+        )  # fmt: skip
         if produce:
             target = cfg.events_kafka or cfg.kafka
             try:
@@ -201,7 +210,9 @@ class Collector:
             self.health.broker_up.labels(str(broker)).set(1 if scrape else 0)
             if err:
                 res.errors.append(("jmx", err))
-            res.events.append(build.broker_event(cfg.cluster, broker, t, scrape))
+            res.events.append(
+                build.broker_event(cfg.cluster, broker, t, scrape, self.unclean_counter)
+            )
             if scrape is not None:
                 kept = build.replica_events(cfg.cluster, broker, t, scrape, keep)
                 res.events.extend(e for e in kept if not self._exclude.search(e.topic))

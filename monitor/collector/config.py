@@ -12,6 +12,7 @@ from __future__ import annotations
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from monitor.collector.versions import UncleanCounter
 from monitor.connection import KafkaConnection
 from monitor.contract.events import EVENTS_TOPIC
 
@@ -40,6 +41,10 @@ class CollectorConfig(BaseSettings):
     #: Regular expression of topics to leave out (the monitor's own topics by default).
     exclude_topics: str = r"^__replication_monitor_"
     include_internal: bool = True
+    #: Forward the controller's unclean-election counter (a witness of unclean elections):
+    #: "auto" where the brokers' version counts correctly (4.1+), "on" (ZooKeeper clusters
+    #: count correctly too), "off". See monitor.collector.versions.
+    unclean_counter: UncleanCounter = "auto"
     #: The collector's own health metrics endpoint (None: not served).
     metrics_host: str = "127.0.0.1"
     metrics_port: int | None = Field(default=None, ge=0, le=65535)

@@ -379,8 +379,12 @@ def run_partitions(args: argparse.Namespace) -> int:
         # finding's own numbers (a partition with two has two rows).
         newest = src.freshness().newest_observed_at
         since = newest - args.since if newest >= 0 else 0
+        unnamed = 0  # cluster-level: the controllers' unclean-election counter names none
         for d in src.events(since, args.finding):
-            if d.get("partition") is None or (args.topic and d.get("topic") != args.topic):
+            if d.get("partition") is None:
+                unnamed += 1
+                continue
+            if args.topic and d.get("topic") != args.topic:
                 continue
             if args.broker is not None and args.broker != d.get("broker"):
                 continue
@@ -394,7 +398,13 @@ def run_partitions(args: argparse.Namespace) -> int:
                     "details": d["details"],
                 }
             )
-        return _partition_rows(args, rows, f"no partition had a {args.finding} in the window")
+        code = _partition_rows(args, rows, f"no partition had a {args.finding} in the window")
+        if unnamed and not args.json:
+            print(
+                f"and {unnamed} {args.finding} without a partition in the window (a "
+                "controller's counter: see docs/runbook.md#unclean_election_counted)"
+            )
+        return code
     for v in src.with_open(args.finding, args.topic):
         for o in v.open_findings:
             if o.kind != args.finding:

@@ -98,8 +98,9 @@ class Timeline:
             unclean_leader_election_enable=unclean,
         )
 
-    def broker(self, broker: int, alive: bool = True) -> dict[str, Any]:
-        return self._emit("broker", broker=broker, alive=alive)
+    def broker(self, broker: int, alive: bool = True, **counters: Any) -> dict[str, Any]:
+        """A broker report; ``counters``: e.g. ``unclean_elections_total=3``."""
+        return self._emit("broker", broker=broker, alive=alive, **counters)
 
     def jsonl(self) -> str:
         return to_jsonl(self.events)

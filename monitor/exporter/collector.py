@@ -221,7 +221,8 @@ class ReplicationCollector(Collector):
         horizon = (now - snap.event_retention_s) * 1000
         for (cluster, topic, part, kind), (at, sev) in snap.last_events.items():
             if at >= horizon:
-                last_f.add_metric([cluster, topic, str(part), kind, sev.label], at / 1000)
+                shown = str(part) if part >= 0 else ""
+                last_f.add_metric([cluster, topic, shown, kind, sev.label], at / 1000)
         for (cluster, topic, part), n in snap.last_loss.items():
             loss.add_metric([cluster, topic, str(part)], n)
         yield from fam.values()

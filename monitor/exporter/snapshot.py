@@ -35,7 +35,9 @@ class Snapshot:
         self.partitions: dict[PKey, PartitionView] = {}
         self.topic_open: dict[tuple[str, str], tuple[OpenFinding, ...]] = {}
         self.brokers: dict[tuple[str, int], BrokerView] = {}
-        #: (cluster, topic, partition, kind) -> (at ms, severity) of the last one-off finding.
+        #: (cluster, topic, partition, kind) -> (at ms, severity) of the last one-off finding;
+        #: a cluster-level one (the controller's unclean-election counter) has topic "" and
+        #: partition -1 (exported as partition="").
         self.last_events: dict[tuple[str, str, int, str], tuple[int, Severity]] = {}
         self.last_loss: dict[PKey, int] = {}
         self.events_total: dict[tuple[str, str], int] = {}
@@ -55,6 +57,7 @@ class Snapshot:
                 key = (f.cluster, kind)
                 self.events_total[key] = self.events_total.get(key, 0) + 1
                 if f.topic is None or f.partition is None:
+                    self.last_events[(f.cluster, "", -1, kind)] = (f.at, f.severity)
                     continue
                 self.last_events[(f.cluster, f.topic, f.partition, kind)] = (f.at, f.severity)
                 if kind == "committed_data_loss":

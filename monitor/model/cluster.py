@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
+from typing import Any
 
 from monitor.model import partition as part
 from monitor.model import rules
@@ -169,6 +170,33 @@ class ClusterModel:
                     part.evaluate_conditions(ps, ev.observed_at, ctx, emit)
         return out
 
+    def _counted_unclean(self, bs: BrokerState, ev: BrokerReport) -> dict[str, Any] | None:
+        """The controller's own witness of unclean elections: its counter rose since its
+        last report, after a warm-up (a restarted controller replays old elections). The
+        collector forwards the counter only from versions that count correctly
+        (``monitor.collector.versions``). No partition is named: the counter has none."""
+        name = "unclean_elections_total"
+        now, before = ev.unclean_elections_total, bs.counters.get(name)
+        if now is None:
+            bs.counters.pop(name, None)
+            bs.unclean_counted_since = -1
+            return None
+        bs.counters[name] = now
+        if not isinstance(before, int) or bs.unclean_counted_since < 0 or now < before:
+            bs.unclean_counted_since = ev.observed_at  # a first reading, or a reset: a baseline
+            return None
+        warm = ev.observed_at - bs.unclean_counted_since >= self.config.counter_warmup_ms
+        if now == before or not warm:
+            return None
+        return {
+            "witness": "controller_counter",
+            "counted": now - before,
+            "counter_before": before,
+            "counter": now,
+            "controller": ev.broker,
+            "active_controller": ev.active_controller,
+        }
+
     def _apply_broker(self, ev: BrokerReport) -> list[Finding]:
         key = (ev.cluster, ev.broker)
         bs = self.brokers.get(key)
@@ -177,8 +205,14 @@ class ClusterModel:
         if ev.observed_at <= bs.observed_at:
             return []
         bs.alive, bs.observed_at = ev.alive, ev.observed_at
+        out: list[Finding] = []
+        owned = self.owns_global(f"{ev.cluster}/broker/{ev.broker}")
+        counted = self._counted_unclean(bs, ev)
+        if counted is not None and owned:
+            Emitter(ev.cluster, None, None, bs.open, out).event(
+                FindingKind.UNCLEAN_ELECTION, ev.observed_at, counted, broker=ev.broker
+            )
         for name in (
-            "unclean_elections_total",
             "isr_shrinks_total",
             "isr_expands_total",
             "under_replicated_partitions",
@@ -187,8 +221,7 @@ class ClusterModel:
             value = getattr(ev, name)
             if value is not None:
                 bs.counters[name] = value
-        out: list[Finding] = []
-        if self.owns_global(f"{ev.cluster}/broker/{ev.broker}"):
+        if owned:
             Emitter(ev.cluster, None, None, bs.open, out).condition(
                 FindingKind.STALE_TELEMETRY,
                 not ev.alive,

@@ -52,6 +52,10 @@ class ModelConfig:
     #: then a replica ahead of a new epoch's start that rejoins without being seen to
     #: truncate is reported as ``log_divergence``.
     epoch_truncation: bool = True
+    #: A controller's unclean-election counter is believed to count new elections only
+    #: after it has been reported this long without a gap or a drop: a restarted controller
+    #: replays the metadata log and may count old elections again while it starts.
+    counter_warmup_ms: int = 30_000
 
     def __post_init__(self) -> None:
         """Every threshold checked here, once: the Spark job's settings *are* this class, so
@@ -61,6 +65,7 @@ class ModelConfig:
             ("flapping_window_ms", 1), ("flapping_elections", 2), ("leo_history", 2),
             ("lineage_limit", 1), ("default_min_insync_replicas", 1), ("clock_skew_ms", 0),
             ("epoch_record_wait_ms", 0), ("election_evidence_wait_ms", 1),
+            ("counter_warmup_ms", 0),
         ):  # fmt: skip
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:

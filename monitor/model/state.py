@@ -209,3 +209,6 @@ class BrokerState:
     observed_at: int = -1
     counters: dict[str, int | bool] = field(default_factory=dict)
     open: dict[str, OpenCondition] = field(default_factory=dict)
+    #: Since when the unclean-election counter has been reported without a gap or a drop
+    #: (-1: not reported by the last report).
+    unclean_counted_since: int = -1

@@ -81,6 +81,22 @@ def test_partitions_lists_one_off_findings(capsys: pytest.CaptureFixture[str]) -
     assert rows == []
 
 
+def test_a_counted_unclean_election_is_critical_and_said_to_have_no_partition(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The controllers' counter names no partition: status pages on it, partitions says so."""
+    counted = str(DATA / "controller_counts_unclean_election.jsonl")
+    assert main(["status", "--events", counted]) == 2
+    assert capsys.readouterr().out.startswith("CRITICAL - 2 unclean_election in the window")
+    assert main(["partitions", "--finding", "unclean_election", "--events", counted]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out == [
+        "no partition had a unclean_election in the window",
+        "and 2 unclean_election without a partition in the window (a controller's counter: "
+        "see docs/runbook.md#unclean_election_counted)",
+    ]
+
+
 def test_partitions_lists_matching_partitions(capsys: pytest.CaptureFixture[str]) -> None:
     rows = _json(
         capsys,

@@ -185,6 +185,23 @@ def test_the_more_severe_isr_alert_wins(alertmanager: str) -> None:
     )
 
 
+def test_a_partition_unclean_election_mutes_the_controller_counter_of_its_cluster(
+    alertmanager: str,
+) -> None:
+    """One election, two witnesses: the page names the partition. Another cluster's counter
+    alert (no partition-level evidence there) still pages."""
+    part = {"cluster": "u1", "topic": "orders", "partition": "0"}
+    _inhibited(
+        alertmanager,
+        [
+            _alert("unclean_election", "critical", "u-part", **part),
+            _alert("unclean_election_counted", "critical", "u-count", cluster="u1"),
+            _alert("unclean_election_counted", "critical", "u-count-2", cluster="u2"),
+        ],
+        {"u-part": False, "u-count": True, "u-count-2": False},
+    )
+
+
 def test_partition_stale_telemetry_inhibits_lag_alerts_of_that_partition(alertmanager: str) -> None:
     p0 = {"cluster": "c3", "topic": "orders", "partition": "0"}
     _inhibited(

@@ -72,6 +72,7 @@ INCIDENTS = {
     "leader_flapping": Incident("leader_flapping", "flap", broker=1, until_s=130),
     "epoch_regression": Incident("epoch_regression", "recreated", broker=2),
     "election_unverified": Incident("election_without_evidence", "unknown", broker=3),
+    "unclean_election_counted": Incident("controller_counts_unclean_election", "counted", 1),
     "durability_risk": Incident("durability_misconfigurations", "minisr1"),
 }
 
