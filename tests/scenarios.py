@@ -481,13 +481,20 @@ def controller_counts_unclean_election() -> Timeline:
     back with its counter at 2 (it replayed the metadata log) and 3 five seconds later, still
     replaying. At 90 s an unclean election the monitor has no partition evidence for (a
     topic it does not collect): every controller's counter rises by one (standbys count
-    too). Only the counters warm for 30 s are believed: 1 and 2 report it, 3 does not."""
+    too). Only the counters warm for 30 s are believed: 1 and 2 report it, 3 does not. At
+    100 s controller 2 restarts between two scrapes (no gap seen) and replays two more old
+    elections: its counter 1 -> 3 with a new process start is a baseline, not an election."""
     tl = Timeline(topic="counted")
     counts = {1: 0, 2: 0, 3: 0}
+    started = {b: tl.now - 3_600_000 for b in (1, 2, 3)}
     for i in range(26):
         t_s = i * 5
         if t_s == 90:
             counts = {b: n + 1 for b, n in counts.items()}
+        if t_s == 75:
+            started[3] = tl.now - 3_000
+        if t_s == 100:
+            started[2], counts[2] = tl.now - 2_000, counts[2] + 2
         for b in (1, 2, 3):
             if b == 3 and t_s == 70:
                 tl.broker(3, alive=False)
@@ -495,7 +502,7 @@ def controller_counts_unclean_election() -> Timeline:
             n = counts[b]
             if b == 3 and t_s >= 75:
                 n += 2 if t_s == 75 else 3  # the replayed old elections
-            tl.broker(b, unclean_elections_total=n, active_controller=b == 1)
+            tl.broker(b, unclean_elections_total=n, active_controller=b == 1, started_at=started[b])
         tl.meta(leader=1, epoch=0, replicas=[1, 2, 3], isr=[1, 2, 3], hw=100)
         tl.advance(5 * SECOND)
     return tl

@@ -85,6 +85,7 @@ def broker_event(
         isr_expands_total=c.get("isr_expands_total"),
         under_replicated_partitions=c.get("under_replicated_partitions"),
         active_controller=bool(active) if active is not None else None,
+        started_at=scrape.started_at if scrape is not None else None,
     )
 
 

@@ -29,6 +29,9 @@ class JmxNames(BaseModel):
     under_replicated: str = "kafka_server_replica_manager_underreplicatedpartitions"
     active_controller: str = "kafka_controller_activecontrollercount"
     unclean_elections: str = "kafka_controller_stats_uncleanleaderelectionspersec_total"
+    #: The JVM's start (the agent's standard process metrics): tells a restart that
+    #: happened between two scrapes, which the counters alone cannot.
+    process_start: str = "process_start_time_seconds"
 
 
 @dataclass
@@ -39,6 +42,8 @@ class BrokerScrape:
     log_start: dict[tuple[str, int], int] = field(default_factory=dict)
     fetch_lag: dict[tuple[str, int], int] = field(default_factory=dict)
     counters: dict[str, int] = field(default_factory=dict)
+    #: When the broker's JVM started, ms since the epoch (None: not exported).
+    started_at: int | None = None
 
 
 def fetch(url: str, timeout_s: float) -> str:
@@ -78,6 +83,11 @@ def parse(text: str, names: JmxNames) -> BrokerScrape:
         elif name in scalars:
             try:
                 out.counters[scalars[name]] = int(float(line[space + 1 :]))
+            except ValueError:
+                continue
+        elif name == names.process_start:
+            try:
+                out.started_at = round(float(line[space + 1 :]) * 1000)
             except ValueError:
                 continue
     return out

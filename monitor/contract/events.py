@@ -111,6 +111,11 @@ class BrokerEvent(_Event):
     broker: BrokerId
     alive: bool
     unclean_elections_total: Offset | None = None
+    started_at: Millis | None = Field(
+        default=None,
+        description="When the broker's JVM started (the exporter's "
+        "process_start_time_seconds): a counter of a restarted process starts anew.",
+    )
     isr_shrinks_total: Offset | None = None
     isr_expands_total: Offset | None = None
     under_replicated_partitions: Offset | None = None
@@ -239,6 +244,7 @@ def to_model(
         ev.isr_expands_total,
         ev.under_replicated_partitions,
         ev.active_controller,
+        ev.started_at,
     )
 
 

@@ -182,9 +182,12 @@ class ClusterModel:
             bs.unclean_counted_since = -1
             return None
         bs.counters[name] = now
-        if not isinstance(before, int) or bs.unclean_counted_since < 0 or now < before:
+        restarted = ev.started_at != bs.started_at  # between two scrapes, maybe
+        bs.started_at = ev.started_at
+        if not isinstance(before, int) or bs.unclean_counted_since < 0 or now < before or restarted:
             bs.unclean_counted_since = ev.observed_at  # a first reading, or a reset: a baseline
             return None
+        # Warm: reported by the same process, without a gap, for the warm-up.
         warm = ev.observed_at - bs.unclean_counted_since >= self.config.counter_warmup_ms
         if now == before or not warm:
             return None

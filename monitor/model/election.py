@@ -166,7 +166,8 @@ def on_epoch_record(
         if valid < top:
             _emit_loss(s, c, valid, top, start, "epoch", t, emit, correction_of=c.used)
         if s.max_hw <= c.used:
-            s.max_hw, s.max_hw_at = valid, t
+            # Rebased on what the new leader holds -- committed only up to the old HW.
+            s.max_hw, s.max_hw_at = min(valid, c.committed), t
     s.election = None
 
 
@@ -267,7 +268,8 @@ def _refine(
     if valid < top:
         _emit_loss(s, c, valid, top, leo, "sample", t, emit, correction_of=c.used)
         if s.max_hw <= c.used:
-            s.max_hw, s.max_hw_at = valid, t
+            # Rebased on what the new leader holds -- committed only up to the old HW.
+            s.max_hw, s.max_hw_at = min(valid, c.committed), t
     c.used = leo
 
 

@@ -70,6 +70,8 @@ class BrokerReport:
     isr_expands_total: int | None = None
     under_replicated_partitions: int | None = None
     active_controller: bool | None = None
+    #: When the broker's process started (ms), where the exporter says.
+    started_at: int | None = None
 
 
 ModelEvent = PartitionMeta | ReplicaReport | TopicConfigReport | BrokerReport

@@ -212,3 +212,5 @@ class BrokerState:
     #: Since when the unclean-election counter has been reported without a gap or a drop
     #: (-1: not reported by the last report).
     unclean_counted_since: int = -1
+    #: The process start the counter's baseline belongs to (None: not reported).
+    started_at: int | None = None

@@ -94,3 +94,23 @@ def test_a_paged_loss_is_never_withdrawn_only_corrected_upward() -> None:
               for f in found if f.kind == K.COMMITTED_DATA_LOSS]  # fmt: skip
     assert losses == [(1_200, 5_000, "sample"), (1_000, 1_200, "epoch")]
     assert [f.details["witness"] for f in found if f.kind == K.UNCLEAN_ELECTION] == ["membership"]
+
+
+def test_a_record_above_a_sampled_verdict_does_not_raise_the_committed_hw() -> None:
+    """Found by the stream property test: a loss judged on a sample (LEO 0, HW 1), then the
+    epoch record says the leader held 2. The paged loss stands; the committed reference is
+    rebased to what the new leader holds but never above the HW that was committed (1): the
+    next election is judged against 1, a HW the stream showed, not 2."""
+    tl = Timeline(topic="p")
+    tl.meta(leader=None, epoch=0, replicas=[1, 2, 3], isr=[], hw=1)
+    tl.advance(1).replica(1, leo=0)
+    tl.meta(leader=1, epoch=5, replicas=[1, 2, 3], isr=[])
+    tl.advance(1).replica(1, leo=0)
+    tl.meta(leader=None, epoch=5, replicas=[1, 2, 3], isr=[], epoch_start=2)
+    tl.advance(1).meta(leader=2, epoch=6, replicas=[1, 2, 3], isr=[])
+    tl.replica(2, leo=0, hw=3)
+    found = _apply(ClusterModel(), tl.events)
+    elections = [f for f in found if f.kind == FindingKind.LEADER_ELECTION]
+    assert [f.details["committed_hw_before"] for f in elections] == [1, 1], found
+    losses = [f for f in found if f.kind == FindingKind.COMMITTED_DATA_LOSS]
+    assert all(f.details["lost_to"] <= 1 for f in losses), losses
