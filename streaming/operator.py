@@ -311,10 +311,12 @@ def loads_delta(blob: bytes) -> Delta:
 
 
 def _partition_meta(it: Iterator[Any]) -> PartitionMeta:
-    c, t, topic, p, leader, epoch, replicas, isr, offline, elr, hw, lso, eso = it
+    """JSON arrays become the model's tuples (``None`` stays "not reported")."""
+    c, t, topic, p, leader, epoch, replicas, isr, offline, elr, hw, lso, eso, tid, add, rm = it
     return PartitionMeta(
         c, t, topic, p, leader, epoch, tuple(replicas or ()), tuple(isr or ()),
-        tuple(offline or ()), None if elr is None else tuple(elr), hw, lso, eso,
+        tuple(offline or ()), None if elr is None else tuple(elr), hw, lso, eso, tid,
+        None if add is None else tuple(add), None if rm is None else tuple(rm),
     )  # fmt: skip
 
 

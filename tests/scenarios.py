@@ -508,6 +508,118 @@ def controller_counts_unclean_election() -> Timeline:
     return tl
 
 
+#: Two incarnations of one topic name (Kafka's topic ids: 22 characters of base64url).
+TOPIC_ID_OLD = "kDqT6kqVQnC4mA8-cUxTwQ"
+TOPIC_ID_NEW = "Yx2Zt3PqRkWm0aBcDeFgHw"
+
+
+def topic_recreated() -> Timeline:
+    """A 3-replica topic under 100 records/s at epoch 3 is deleted and recreated with the
+    same name 8 s later (as on the real lab: Admin API delete, create): the new incarnation
+    has a new topic id, epoch 0, offsets from 0 -- and its replicas' samples (JMX has no
+    topic id) come 2 ms before the metadata that says so. The same round shape as the
+    collector's: replica samples at T, the partition event at T + 2."""
+    return _recreation(Timeline(topic="recreated"), gap_rounds=1, blind_rounds=0)
+
+
+def topic_recreated_metadata_late() -> Timeline:
+    """As ``topic_recreated``, recreated within one round, but the metadata reads fail for
+    the two rounds after it: the replicas' samples of the new incarnation (LEO 55, then 555)
+    come twice before any metadata says the topic id changed. Two low samples of a replica
+    are no truncation while no metadata vouched for the incarnation between them."""
+    return _recreation(Timeline(topic="late"), gap_rounds=0, blind_rounds=2)
+
+
+def _recreation(tl: Timeline, gap_rounds: int, blind_rounds: int) -> Timeline:
+    tl.config(rf=3, min_isr=2)
+    hw = 4_000
+    for _ in range(4):
+        for b in (1, 2, 3):
+            tl.replica(b, leo=hw + 3, hw=hw if b == 1 else None)
+        tl.advance(2)
+        tl.meta(leader=1, epoch=3, replicas=[1, 2, 3], isr=[1, 2, 3], hw=hw, topic_id=TOPIC_ID_OLD)
+        tl.advance(5 * SECOND - 2)
+        hw += 500
+    tl.advance(gap_rounds * 5 * SECOND)  # deleted: gone from metadata and the exporters
+    new = 55
+    for i in range(10):
+        for b in (1, 2, 3):
+            tl.replica(b, leo=new, hw=new if b == 1 else None)
+        tl.advance(2)
+        if i >= blind_rounds:
+            tl.meta(
+                leader=1, epoch=0, replicas=[1, 2, 3], isr=[1, 2, 3], hw=new,
+                topic_id=TOPIC_ID_NEW,
+            )  # fmt: skip
+        tl.advance(5 * SECOND - 2)
+        new += 500
+    return tl
+
+
+def throttled_reassignment() -> Timeline:
+    """Cruise Control moves replica 3 to broker 4 under a replication throttle (KIP-455):
+    the assignment becomes [1, 2, 4, 3] with adding [4] and removing [3] while 4 copies the
+    log, 2500 offsets a round while the leader takes 1000 (45 s, not caught up); then 4
+    joins the ISR and the controller completes it: [1, 2, 4]. Broker 3's exporter still
+    shows its old log for a while (deleted later). Kafka reports no under-replicated
+    partition throughout."""
+    tl = Timeline(topic="moved")
+    tl.config(rf=3, min_isr=2)
+    leo = 20_000
+    copied = 0
+    for i in range(30):
+        moving = 2 <= i < 12
+        done = i >= 12
+        replicas = [1, 2, 4] if done else [1, 2, 4, 3] if moving else [1, 2, 3]
+        isr = [1, 2, 4] if done else [1, 2, 4, 3] if i == 11 else [1, 2, 3]
+        for b in (1, 2, 3):
+            tl.replica(b, leo=leo, hw=leo if b == 1 else None)
+        if moving or done:
+            copied = leo if i >= 11 else min(leo, copied + 2_500)
+            tl.replica(4, leo=copied)
+        tl.advance(2)
+        tl.meta(
+            leader=1, epoch=5, replicas=replicas, isr=isr, hw=leo,
+            adding=[4] if moving else [], removing=[3] if moving else [],
+        )  # fmt: skip
+        tl.advance(5 * SECOND - 2)
+        leo += 1_000
+    return tl
+
+
+def reassignment_moves_the_leader() -> Timeline:
+    """A reassignment that removes the leader (as found on the real lab): [2, 1] -> [3, 1].
+    Broker 3 copies the log; when it has caught up, KRaft adds it to the ISR and makes it
+    leader in one metadata change (ISR [2, 1] -> leader 3, ISR [1, 3]): a leader outside the
+    last ISR, but a clean handover -- its epoch starts at the committed HW."""
+    tl = Timeline(topic="handover")
+    tl.config(rf=2, min_isr=1)
+    leo = 50_000
+    copied = 0
+    for i in range(16):
+        moving, done = 1 <= i < 8, i >= 8
+        for b in (2, 1) if not done else (1,):
+            tl.replica(b, leo=leo, hw=leo if b == 2 else None)
+        if moving or done:
+            copied = leo if i >= 7 else copied + 8_000
+            tl.replica(3, leo=copied, hw=leo if done else None)
+        tl.advance(2)
+        if done:
+            tl.meta(
+                leader=3, epoch=7, replicas=[3, 1], isr=[1, 3], hw=leo,
+                epoch_start=50_000 + 7 * 500, adding=[] if i == 8 else None,
+                removing=[] if i == 8 else None,
+            )  # fmt: skip
+        else:
+            tl.meta(
+                leader=2, epoch=6, replicas=[3, 1, 2] if moving else [2, 1], isr=[2, 1], hw=leo,
+                adding=[3] if moving else [], removing=[2] if moving else [],
+            )  # fmt: skip
+        tl.advance(5 * SECOND - 2)
+        leo += 500
+    return tl
+
+
 def epoch_regression() -> Timeline:
     """The leader epoch goes back: the topic was deleted and recreated under the same name."""
     tl = Timeline(topic="recreated")
@@ -787,8 +899,10 @@ SCENARIOS: list[Scenario] = [
     ),
     Scenario(
         "unclean_old_leader_rejoined",
-        "Leader 2 was outside the last ISR [1]; that 1 rejoined before the next sample does not "
-        "make the election clean. The epoch record makes the loss exact: [1000, 5410).",
+        "Leader 2 was outside the last ISR [1], and 1 rejoined before the next sample: "
+        "membership cannot tell this from a clean handover (a reassignment, a preferred "
+        "election after a rejoin); the new leader's log can -- the epoch record shows the "
+        "loss [1000, 5410), so the election was unclean (witness loss).",
         unclean_old_leader_rejoined,
         expect=[
             "unclean_election:event rejoined/0 broker 2",
@@ -796,8 +910,8 @@ SCENARIOS: list[Scenario] = [
         ],
         forbid=["leader_election rejoined/0 broker 1", "hw_regression", "truncation_below_hw"],
         details=[
-            ("unclean_election", "witness", "membership"),
-            ("leader_election", "clean", False),
+            ("unclean_election", "witness", "loss"),
+            ("leader_election", "membership", "rejoined_with_last_isr"),
             ("committed_data_loss", "lost_from", 1_000),
             ("committed_data_loss", "lost_to", 5_410),
             ("committed_data_loss", "leo_sampled", "epoch"),
@@ -850,6 +964,86 @@ SCENARIOS: list[Scenario] = [
             ("unclean_election", "witness", "controller_counter"),
             ("unclean_election", "counted", 1),
         ],
+    ),
+    Scenario(
+        "topic_recreated",
+        "A topic deleted and recreated under the same name (a new topic id) starts a new "
+        "history: one info finding, nothing judged across the two incarnations (today: an "
+        "epoch regression, and truncation below the HW when it comes within a round).",
+        topic_recreated,
+        expect=["topic_recreated:event recreated/0"],
+        forbid=[
+            "truncation_below_hw",
+            "hw_regression",
+            "committed_data_loss",
+            "follower_lag",
+            "hw_lag",
+            "epoch_regression",
+            "leader_election",
+        ],
+        details=[
+            ("topic_recreated", "topic_id_before", "kDqT6kqVQnC4mA8-cUxTwQ"),
+            ("topic_recreated", "topic_id", "Yx2Zt3PqRkWm0aBcDeFgHw"),
+            ("topic_recreated", "committed_hw_before", 5_500),
+        ],
+    ),
+    Scenario(
+        "topic_recreated_metadata_late",
+        "Replica samples have no topic id: two low samples of a recreated topic's replicas, "
+        "with no metadata between them, are not a truncation; the metadata then says the "
+        "topic was recreated.",
+        topic_recreated_metadata_late,
+        expect=["topic_recreated:event late/0"],
+        forbid=[
+            "truncation_below_hw",
+            "hw_regression",
+            "committed_data_loss",
+            "follower_lag",
+            "hw_lag",
+            "epoch_regression",
+        ],
+    ),
+    Scenario(
+        "throttled_reassignment",
+        "A throttled reassignment (KIP-455) is routine: under-replication is counted against "
+        "the original replicas as Kafka does, the adding replica's copy is progress, not lag, "
+        "and the replica moved away leaves the state without an ISR shrink.",
+        throttled_reassignment,
+        expect=[
+            "reassignment:open moved/0",
+            "reassignment:resolved moved/0",
+            "isr_expand:event moved/0 broker 4",
+        ],
+        forbid=[
+            "under_replicated",
+            "follower_lag",
+            "isr_shrink",
+            "at_min_isr",
+            "hw_lag",
+            "truncation_below_hw",
+        ],
+        details=[("reassignment:open", "adding", [4]), ("reassignment:open", "removing", [3])],
+    ),
+    Scenario(
+        "reassignment_moves_the_leader",
+        "A reassignment that removes the leader hands leadership to the new replica in the "
+        "same change that adds it to the ISR: outside the last ISR, yet clean (its log holds "
+        "the committed HW) -- no unclean_election, no loss (found on the real lab).",
+        reassignment_moves_the_leader,
+        expect=[
+            "leader_election:event handover/0 broker 3",
+            "reassignment:open handover/0",
+            "reassignment:resolved handover/0",
+        ],
+        forbid=[
+            "unclean_election",
+            "committed_data_loss",
+            "under_replicated",
+            "follower_lag",
+            "isr_shrink",
+            "truncation_below_hw",
+        ],
+        details=[("leader_election", "membership", "rejoined_with_last_isr")],
     ),
     Scenario(
         "epoch_regression",

@@ -7,7 +7,9 @@ raises for one partition's or one broker's trouble.
 
 from __future__ import annotations
 
+import base64
 import re
+import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +30,7 @@ class PartitionMetadata:
     isr: tuple[int, ...]
     offline: tuple[int, ...]
     elr: tuple[int, ...] | None
+    topic_id: str | None = None
 
 
 @dataclass
@@ -36,6 +39,9 @@ class Reads:
     high_watermarks: dict[tuple[str, int], int] = field(default_factory=dict)
     #: (topic, partition) -> start offset of the current leader epoch, per its leader.
     epoch_starts: dict[tuple[str, int], int] = field(default_factory=dict)
+    #: (topic, partition) -> (adding, removing) of running reassignments; None when the
+    #: read failed this round (the events then say nothing about reassignments).
+    reassignments: dict[tuple[str, int], tuple[list[int], list[int]]] | None = None
     errors: list[tuple[str, str]] = field(default_factory=list)  # (source, message)
 
 
@@ -67,8 +73,9 @@ def read_metadata(
                 if t["error_code"]:
                     reads.errors.append(("metadata", f"{t['name']}: error {t['error_code']}"))
                     continue
+                tid = topic_id(t.get("topic_id"))
                 for p in t["partitions"]:
-                    reads.partitions.append(_from_dict(t["name"], p, with_elr=True))
+                    reads.partitions.append(_from_dict(t["name"], p, with_elr=True, tid=tid))
             cursor = page.get("next_cursor")
             if not cursor:
                 return True
@@ -79,14 +86,34 @@ def read_metadata(
         reads.partitions.clear()
     try:
         for t in admin.describe_topics(topics):
+            tid = topic_id(t.get("topic_id"))
             for p in t.get("partitions", []):
-                reads.partitions.append(_from_dict(t["name"], p, with_elr=False))
+                reads.partitions.append(_from_dict(t["name"], p, with_elr=False, tid=tid))
     except KafkaError as e:
         reads.errors.append(("metadata", repr(e)))
     return False
 
 
-def _from_dict(topic: str, p: dict[str, Any], with_elr: bool) -> PartitionMetadata:
+def topic_id(value: Any) -> str | None:
+    """Kafka's topic id as Kafka prints it (base64url of the UUID's 16 bytes, no padding);
+    None for none or the all-zero UUID (brokers too old to have topic ids).
+
+    >>> topic_id(uuid.UUID("90ea93ea-4a95-4270-b898-0f3e714c53c1"))
+    'kOqT6kqVQnC4mA8-cUxTwQ'
+    """
+    if isinstance(value, str) and value:
+        try:
+            value = uuid.UUID(value)
+        except ValueError:
+            return value if len(value) == 22 else None
+    if not isinstance(value, uuid.UUID) or value.int == 0:
+        return None
+    return base64.urlsafe_b64encode(value.bytes).rstrip(b"=").decode()
+
+
+def _from_dict(
+    topic: str, p: dict[str, Any], with_elr: bool, tid: str | None = None
+) -> PartitionMetadata:
     leader = int(p["leader_id"])
     return PartitionMetadata(
         topic=topic,
@@ -97,6 +124,7 @@ def _from_dict(topic: str, p: dict[str, Any], with_elr: bool) -> PartitionMetada
         isr=_ints(p.get("isr_nodes")),
         offline=_ints(p.get("offline_replicas")),
         elr=_ints(p.get("eligible_leader_replicas")) if with_elr else None,
+        topic_id=tid,
     )
 
 
@@ -156,6 +184,32 @@ def _send_per_leader(
         except KafkaError as e:
             reads.errors.append((source, repr(e)))
     return responses
+
+
+def read_reassignments(admin: KafkaAdminClient, reads: Reads, timeout_ms: int = 5000) -> None:
+    """The running partition reassignments (KIP-455's ListPartitionReassignments, answered
+    by the controller through any broker): fills ``reads.reassignments``."""
+    from kafka.protocol.admin import ListPartitionReassignmentsRequest
+
+    node = next((p.leader for p in reads.partitions if p.leader is not None), None)
+    if node is None:
+        return
+    request = ListPartitionReassignmentsRequest(timeout_ms=timeout_ms, topics=None)
+    responses = _send_per_leader(admin, {node: request}, "reassignments", reads)
+    if not responses:
+        return
+    response = responses[0]
+    if response.error_code:
+        reads.errors.append(("reassignments", f"error {response.error_code}"))
+        return
+    found: dict[tuple[str, int], tuple[list[int], list[int]]] = {}
+    for topic in response.topics:
+        for p in topic.partitions:
+            found[(topic.name, p.partition_index)] = (
+                list(p.adding_replicas),
+                list(p.removing_replicas),
+            )
+    reads.reassignments = found
 
 
 def read_epoch_starts(admin: KafkaAdminClient, reads: Reads, wanted: set[tuple[str, int]]) -> None:

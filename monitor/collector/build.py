@@ -17,7 +17,12 @@ def partition_events(
     partitions: list[PartitionMetadata],
     high_watermarks: Mapping[tuple[str, int], int],
     epoch_starts: Mapping[tuple[str, int], int] | None = None,
+    reassignments: Mapping[tuple[str, int], tuple[list[int], list[int]]] | None = None,
 ) -> list[PartitionEvent]:
+    """``reassignments``: adding / removing replicas for the partitions that carry them
+    (the running reassignments, and ``([], [])`` once for one that ended); the others'
+    events leave the fields out (the model keeps what it knew)."""
+    moving = reassignments or {}
     return [
         PartitionEvent(
             schema_version=1,
@@ -25,6 +30,7 @@ def partition_events(
             cluster=cluster,
             observed_at=observed_at,
             topic=p.topic,
+            topic_id=p.topic_id,
             partition=p.partition,
             leader=p.leader,
             leader_epoch=p.leader_epoch,
@@ -34,6 +40,12 @@ def partition_events(
             eligible_leader_replicas=list(p.elr) if p.elr is not None else None,
             high_watermark=high_watermarks.get((p.topic, p.partition)),
             epoch_start_offset=(epoch_starts or {}).get((p.topic, p.partition)),
+            adding_replicas=moving[(p.topic, p.partition)][0]
+            if (p.topic, p.partition) in moving
+            else None,
+            removing_replicas=moving[(p.topic, p.partition)][1]
+            if (p.topic, p.partition) in moving
+            else None,
         )
         for p in partitions
     ]
@@ -96,8 +108,11 @@ def topic_config_events(
     partitions: list[PartitionMetadata],
 ) -> list[TopicConfigEvent]:
     rf: dict[str, int] = {}
+    ids: dict[str, str] = {}
     for p in partitions:
         rf[p.topic] = max(rf.get(p.topic, 0), len(p.replicas))
+        if p.topic_id is not None:
+            ids[p.topic] = p.topic_id
     return [
         TopicConfigEvent(
             schema_version=1,
@@ -105,6 +120,7 @@ def topic_config_events(
             cluster=cluster,
             observed_at=observed_at,
             topic=topic,
+            topic_id=ids.get(topic),
             replication_factor=max(1, rf.get(topic, 1)),
             min_insync_replicas=cfg.min_insync_replicas,
             unclean_leader_election_enable=cfg.unclean_leader_election_enable,

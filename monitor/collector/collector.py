@@ -27,6 +27,7 @@ from monitor.collector.admin import (
     read_epoch_starts,
     read_high_watermarks,
     read_metadata,
+    read_reassignments,
     read_topic_configs,
 )
 from monitor.collector.config import CollectorConfig
@@ -99,6 +100,8 @@ class Collector:
         self.health = _Health()
         self._metrics_server: Any = None
         self._stop = threading.Event()
+        #: Partitions in a reassignment at the last successful read.
+        self._moving: set[tuple[str, int]] = set()
         #: Whether broker events carry the unclean-election counter (decided at start).
         self.unclean_counter = False
 
@@ -165,6 +168,15 @@ class Collector:
         except Exception as e:  # a paused or dead broker: reported as alive=false
             return broker, t, None, f"broker {broker}: {e!r}"
 
+    def _reassignments(self, reads: Reads) -> dict[tuple[str, int], tuple[list[int], list[int]]]:
+        """The running reassignments, and ``([], [])`` once for each that ended since the
+        last successful read (a failed read says nothing: the model keeps what it knew)."""
+        if reads.reassignments is None:
+            return {}
+        ended = self._moving - reads.reassignments.keys()
+        self._moving = set(reads.reassignments)
+        return {**{k: ([], []) for k in ended}, **reads.reassignments}
+
     def round(self) -> RoundResult:
         """Read everything once and return the validated events (nothing is produced)."""
         assert self._admin is not None and self._pool is not None, "call start() first"
@@ -191,6 +203,7 @@ class Collector:
                 if self._epoch_asked.get((p.topic, p.partition)) != p.leader_epoch
             }
             read_epoch_starts(self._admin, reads, wanted)
+            read_reassignments(self._admin, reads)
             epochs = {(p.topic, p.partition): p.leader_epoch for p in reads.partitions}
             for key in reads.epoch_starts:
                 self._epoch_asked[key] = epochs[key]
@@ -218,7 +231,12 @@ class Collector:
                 res.events.extend(e for e in kept if not self._exclude.search(e.topic))
         res.events.extend(
             build.partition_events(
-                cfg.cluster, t_meta, reads.partitions, reads.high_watermarks, reads.epoch_starts
+                cfg.cluster,
+                t_meta,
+                reads.partitions,
+                reads.high_watermarks,
+                reads.epoch_starts,
+                self._reassignments(reads),
             )
         )
         if self._rounds % cfg.config_every_rounds == 0:

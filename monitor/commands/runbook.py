@@ -542,6 +542,13 @@ def story(v: PartitionView, findings: Sequence[dict[str, Any]]) -> list[str]:
     leos = ", ".join(f"broker {r.broker} LEO {r.leo}" for r in v.replica_states if r.leo >= 0)
     if leos:
         lines.append(f"Replicas now: {leos}; uncommitted {v.uncommitted}.")
+    for o in v.open_findings:  # with today's numbers (a reassignment's copy progress, a lag)
+        now = Finding(
+            FindingKind(o.kind), FindingState.OPEN, o.severity, v.cluster, v.topic,
+            v.partition, o.opened_at, o.opened_at, o.broker, o.details,
+        )  # fmt: skip
+        who = f" (broker {o.broker})" if o.broker is not None else ""
+        lines.append(f"Open now: {o.kind}{who} since {iso(o.opened_at)}: {summary(now)}")
     for d in findings:
         f = _finding_of(d)
         if f.kind == FindingKind.STALE_TELEMETRY and f.topic is None:

@@ -47,6 +47,17 @@ Millis = Annotated[int, Field(ge=0, le=INT64_MAX, description="ms since the Unix
 # Kafka's legal topic names: at most 249 of [a-zA-Z0-9._-].
 TopicName = Annotated[str, Field(min_length=1, max_length=249, pattern=r"^[a-zA-Z0-9._-]+$")]
 ClusterName = Annotated[str, Field(min_length=1, max_length=256)]
+# Kafka's topic id: a UUID as Kafka prints it (base64url, no padding: 22 characters).
+TopicId = Annotated[
+    str,
+    Field(
+        min_length=22,
+        max_length=22,
+        pattern=r"^[A-Za-z0-9_-]+$",
+        description="Kafka's topic id (base64url, as kafka-topics.sh prints it): a topic "
+        "deleted and recreated with the same name gets a new one.",
+    ),
+]
 
 
 class _Event(BaseModel):
@@ -62,6 +73,7 @@ class PartitionEvent(_Event):
 
     kind: Literal["partition"]
     topic: TopicName
+    topic_id: TopicId | None = None
     partition: Annotated[int, Field(ge=0, le=INT32_MAX)]
     leader: BrokerId | None = Field(
         default=None, description="Leader broker id; null or absent when offline."
@@ -78,6 +90,17 @@ class PartitionEvent(_Event):
         description="Start offset of the current leader epoch in the leader's leader-epoch "
         "cache (OffsetsForLeaderEpoch): the new leader's log end at its election. Sent once "
         "per epoch.",
+    )
+    adding_replicas: list[BrokerId] | None = Field(
+        default=None,
+        max_length=1024,
+        description="While a reassignment runs (KIP-455): the replicas being added (they "
+        "copy the log). Empty: none; absent: not known this round (the previous holds).",
+    )
+    removing_replicas: list[BrokerId] | None = Field(
+        default=None,
+        max_length=1024,
+        description="While a reassignment runs: the replicas being removed.",
     )
 
 
@@ -99,6 +122,7 @@ class TopicConfigEvent(_Event):
 
     kind: Literal["topic_config"]
     topic: TopicName
+    topic_id: TopicId | None = None
     replication_factor: Annotated[int, Field(ge=1, le=1024)]
     min_insync_replicas: Annotated[int, Field(ge=1, le=1024)]
     unclean_leader_election_enable: bool
@@ -212,6 +236,9 @@ def to_model(
             ev.high_watermark,
             ev.log_start_offset,
             ev.epoch_start_offset,
+            ev.topic_id,
+            tuple(ev.adding_replicas) if ev.adding_replicas is not None else None,
+            tuple(ev.removing_replicas) if ev.removing_replicas is not None else None,
         )
     if isinstance(ev, ReplicaEvent):
         return ReplicaReport(

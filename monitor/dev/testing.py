@@ -55,9 +55,15 @@ class Timeline:
         topic: str | None = None,
         partition: int | None = None,
         epoch_start: int | None = None,
+        topic_id: str | None = None,
+        adding: Sequence[int] | None = None,
+        removing: Sequence[int] | None = None,
     ) -> dict[str, Any]:
         ev = self._emit(
             "partition",
+            topic_id=topic_id,
+            adding_replicas=list(adding) if adding is not None else None,
+            removing_replicas=list(removing) if removing is not None else None,
             topic=topic or self.topic,
             partition=self.partition if partition is None else partition,
             leader_epoch=epoch,

@@ -57,6 +57,7 @@ def start_election(
     epoch_record: int | None,
     config: ModelConfig,
     emit: Emitter,
+    new_isr: tuple[int, ...] = (),
 ) -> None:
     """A new leader at a new epoch: report the election, then judge it (or wait).
 
@@ -64,7 +65,10 @@ def start_election(
     leadership): a sample of the new leader taken before that is certainly from before the
     election.
     """
-    clean = not rules.is_unclean_election(leader, prev_isr, prev_elr)
+    membership = rules.election_membership(leader, prev_isr, prev_elr, new_isr)
+    # Only a leader outside the last ISR whose new ISR holds none of it is unclean by
+    # membership; one that rejoined with the last ISR is judged by its log (witness loss).
+    clean = membership != "outside_last_isr"
     prev_rs = s.replica_states.get(prev_leader) if prev_leader is not None else None
     leader_rs = s.replica_states.get(leader)
     if epoch_record is None and leader_rs is not None and leader_rs.suspect_leo >= 0:
@@ -87,6 +91,7 @@ def start_election(
         "isr_before": list(prev_isr),
         "eligible_leader_replicas_before": list(prev_elr),
         "clean": clean,
+        "membership": membership,
         "start_offset": epoch_record if epoch_record is not None else -1,
         "committed_hw_before": s.max_hw,
     }
@@ -305,8 +310,11 @@ def _decide(
         valid = _valid(c, leo) if leo >= 0 else -1
         lost = rules.committed_offsets_lost(c.committed, valid)
         if lost is not None:
+            unclean_by_loss = c.clean and not _explained_by_truncation(s, c)
+            if unclean_by_loss:
+                c.clean = False  # the loss says how the election went: not clean
             _emit_loss(s, c, lost[0], lost[1], leo, basis, t, emit)
-            if c.clean and not _explained_by_truncation(s, c):
+            if unclean_by_loss:
                 # A clean election cannot lose committed data: this one was not clean.
                 emit.event(
                     K.UNCLEAN_ELECTION,

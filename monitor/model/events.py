@@ -28,6 +28,12 @@ class PartitionMeta:
     log_start_offset: int | None = None
     #: The leader's record of where the current epoch began (its log end at election).
     epoch_start_offset: int | None = None
+    #: Kafka's topic id: a different one is a new incarnation of the topic (recreated).
+    topic_id: str | None = None
+    #: A running reassignment (KIP-455): replicas being added and removed (None: not
+    #: known from this event -- what was known holds).
+    adding_replicas: tuple[int, ...] | None = None
+    removing_replicas: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

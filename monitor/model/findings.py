@@ -52,6 +52,8 @@ class FindingKind(StrEnum):
     DURABILITY_RISK = "durability_risk"
     ELECTION_PENDING = "election_pending"
     ELECTION_UNVERIFIED = "election_unverified"
+    TOPIC_RECREATED = "topic_recreated"
+    REASSIGNMENT = "reassignment"
 
 
 class FindingState(StrEnum):
@@ -82,6 +84,8 @@ SEVERITY: dict[FindingKind, Severity] = {
     FindingKind.DURABILITY_RISK: Severity.WARNING,
     FindingKind.ELECTION_PENDING: Severity.INFO,
     FindingKind.ELECTION_UNVERIFIED: Severity.WARNING,
+    FindingKind.TOPIC_RECREATED: Severity.INFO,
+    FindingKind.REASSIGNMENT: Severity.INFO,
 }
 
 #: Kinds that are one-off events; every other kind is a condition (open -> resolved).
@@ -96,6 +100,7 @@ EVENT_KINDS: frozenset[FindingKind] = frozenset(
         FindingKind.TRUNCATION_BELOW_HW,
         FindingKind.EPOCH_REGRESSION,
         FindingKind.ELECTION_UNVERIFIED,
+        FindingKind.TOPIC_RECREATED,
     }
 )
 

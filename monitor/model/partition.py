@@ -136,6 +136,13 @@ def _apply_meta(s: PartitionState, ev: PartitionMeta, ctx: Context, emit: Emitte
     if t == s.meta_at:
         s.duplicate_events += 1
         return False
+    if ev.topic_id is not None and ev.topic_id != s.topic_id:
+        if ev.topic_id in s.retired_topic_ids:
+            s.late_events += 1  # a second collector still showing the deleted incarnation
+            return False
+        if s.topic_id is not None:
+            _new_incarnation(s, ev, t, emit)
+        s.topic_id = ev.topic_id
     if s.leader_epoch >= 0 and ev.leader_epoch < s.leader_epoch:
         if t - s.meta_at <= ctx.config.clock_skew_ms:
             # A second collector with an older view of the metadata: not evidence.
@@ -158,6 +165,13 @@ def _apply_meta(s: PartitionState, ev: PartitionMeta, ctx: Context, emit: Emitte
     meta_before = s.meta_at
     s.meta_at = t
     s.last_seen = max(s.last_seen, t)
+    if ev.adding_replicas is not None or ev.removing_replicas is not None:
+        s.adding_replicas = tuple(b for b in ev.adding_replicas or () if b in ev.replicas)
+        s.removing_replicas = tuple(b for b in ev.removing_replicas or () if b in ev.replicas)
+    elif ev.replicas != s.replicas:
+        # Not said this round, but the assignment changed: a reassignment ends (or is
+        # cancelled) with one. A new one will be said again.
+        s.adding_replicas = s.removing_replicas = ()
     s.replicas = ev.replicas
     s.offline_replicas = ev.offline_replicas
     s.eligible_leader_replicas = ev.eligible_leader_replicas or ()
@@ -179,7 +193,7 @@ def _apply_meta(s: PartitionState, ev: PartitionMeta, ctx: Context, emit: Emitte
                 s.leader = prev_leader  # judged against the log as it stood
                 election.start_election(
                     s, ev.leader_epoch, ev.leader, t, prev_leader, prev_epoch, prev_isr,
-                    prev_elr, meta_before, ev.epoch_start_offset, ctx.config, emit,
+                    prev_elr, meta_before, ev.epoch_start_offset, ctx.config, emit, ev.isr,
                 )  # fmt: skip
                 s.leader = ev.leader
                 _reset_leader_measurements(s, t)
@@ -196,7 +210,20 @@ def _apply_meta(s: PartitionState, ev: PartitionMeta, ctx: Context, emit: Emitte
     election.maybe_decide(s, t, ctx.config, emit)
     if ev.high_watermark is not None:
         _observe_hw(s, ev.high_watermark, t, ctx, emit)
+    _forget_removed_replicas(s, t, emit)
     return True
+
+
+def _forget_removed_replicas(s: PartitionState, t: int, emit: Emitter) -> None:
+    """A replica no longer assigned (reassigned away) leaves the state, with its conditions."""
+    if not s.replicas:
+        return
+    for b in [b for b in s.replica_states if b not in s.replicas]:
+        for key, cond in list(s.open.items()):
+            if cond.broker == b:
+                emit.condition(cond.kind, False, t, broker=b)
+                s.open.pop(key, None)
+        del s.replica_states[b]
 
 
 def _last_leader(s: PartitionState) -> int | None:
@@ -204,6 +231,35 @@ def _last_leader(s: PartitionState) -> int | None:
         if entry.leader is not None:
             return entry.leader
     return None
+
+
+def _new_incarnation(s: PartitionState, ev: PartitionMeta, t: int, emit: Emitter) -> None:
+    """The topic was deleted and recreated under the same name (a new topic id): its
+    offsets and epochs start again, so nothing of the old history is judged against the new
+    one -- no regression, truncation, loss or lag across incarnations. The old
+    incarnation's conditions resolve; replica samples seen before this event (JMX has no
+    topic id) are dropped with the old replica states."""
+    emit.event(
+        K.TOPIC_RECREATED,
+        t,
+        {
+            "topic_id_before": s.topic_id,
+            "topic_id": ev.topic_id,
+            "epoch_before": s.leader_epoch,
+            "epoch": ev.leader_epoch,
+            "committed_hw_before": s.max_hw,
+        },
+    )
+    for key, cond in list(s.open.items()):
+        emit.condition(cond.kind, False, t, broker=cond.broker)
+        s.open.pop(key, None)
+    assert s.topic_id is not None
+    s.retired_topic_ids = (*s.retired_topic_ids, s.topic_id)[-4:]
+    _forget_incarnation(s)
+    s.lineage.clear()
+    s.leader = None
+    s.election_times.clear()
+    s.meta_at = -1
 
 
 def _forget_incarnation(s: PartitionState) -> None:
@@ -234,7 +290,8 @@ def _isr_change(
 ) -> None:
     """One ``isr_shrink`` per broker that left (with why, where telemetry says) and one
     ``isr_expand`` per broker that joined."""
-    removed = [b for b in before if b not in after]
+    # A replica reassigned away leaves the ISR with the assignment: no shrink.
+    removed = [b for b in before if b not in after and b in s.replicas]
     added = [b for b in after if b not in before]
     if not removed and not added:
         return
@@ -300,6 +357,8 @@ def _reset_leader_measurements(s: PartitionState, t: int) -> None:
 def _apply_replica(s: PartitionState, ev: ReplicaReport, ctx: Context, emit: Emitter) -> bool:
     rs = s.replica_states.get(ev.broker)
     if rs is None:
+        if s.replicas and ev.broker not in s.replicas:
+            return False  # a replica reassigned away whose log is not deleted yet
         rs = s.replica_states[ev.broker] = ReplicaState()
     t, leo = ev.observed_at, ev.log_end_offset
     if t < rs.observed_at:
@@ -313,9 +372,14 @@ def _apply_replica(s: PartitionState, ev: ReplicaReport, ctx: Context, emit: Emi
 
     if 0 <= leo < rs.leo:
         if rs.suspect_leo < 0:
-            rs.suspect_leo = leo  # wait for a second sample before believing it
+            rs.suspect_leo, rs.suspect_at = leo, t  # wait for a second sample to believe it
             if s.election is not None and s.election.leader == ev.broker:
                 election.maybe_decide(s, t, ctx.config, emit)
+            return True
+        if s.topic_id is not None and s.meta_at <= rs.suspect_at:
+            # No metadata since the first low sample: the topic may have been recreated (a
+            # replica sample has no topic id). Believed once metadata shows the same id.
+            rs.suspect_leo = leo
             return True
         election.truncate(s, ev.broker, rs, leo, t, emit)
     rs.suspect_leo = -1
@@ -478,14 +542,28 @@ def _isr_conditions(s: PartitionState, t: int, ctx: Context, emit: Emitter) -> N
             "epoch": s.leader_epoch,
         },
     )
+    # While a reassignment runs Kafka counts under-replication against the original
+    # replicas (KIP-455: the replication factor excludes the adding ones).
+    original = tuple(b for b in replicas if b not in s.adding_replicas)
     emit.condition(
         K.UNDER_REPLICATED,
-        online and rules.is_under_replicated(isr, replicas),
+        online and rules.is_under_replicated(isr, original),
         t,
         lambda: {
             "isr": list(isr),
             "replicas": list(replicas),
-            "missing": [b for b in replicas if b not in isr],
+            "missing": [b for b in original if b not in isr],
+        },
+    )
+    emit.condition(
+        K.REASSIGNMENT,
+        bool(s.adding_replicas or s.removing_replicas),
+        t,
+        lambda: {
+            "replicas": list(replicas),
+            "adding": list(s.adding_replicas),
+            "removing": list(s.removing_replicas),
+            "copied": _copy_progress(s),
         },
     )
     emit.condition(
@@ -493,10 +571,25 @@ def _isr_conditions(s: PartitionState, t: int, ctx: Context, emit: Emitter) -> N
     )
     emit.condition(
         K.AT_MIN_ISR,
-        online and ctx.min_isr_known and rules.is_at_min_isr(isr, replicas, min_isr),
+        online and ctx.min_isr_known and rules.is_at_min_isr(isr, original, min_isr),
         t,
         isr_details,
     )
+
+
+def _copy_progress(s: PartitionState) -> dict[str, dict[str, int]]:
+    """Each adding replica's copy of the leader's log: its LEO, the leader's, what is left."""
+    leader_leo = s.leader_leo()
+    out: dict[str, dict[str, int]] = {}
+    for b in s.adding_replicas:
+        rs = s.replica_states.get(b)
+        leo = rs.leo if rs is not None else -1
+        out[str(b)] = {
+            "leo": leo,
+            "leader_leo": leader_leo,
+            "remaining": max(0, leader_leo - leo) if leo >= 0 and leader_leo >= 0 else -1,
+        }
+    return out
 
 
 def _replica_conditions(
@@ -504,7 +597,11 @@ def _replica_conditions(
 ) -> None:
     """A follower's lag and divergence."""
     cfg = ctx.config
-    follower = s.leader is not None and b != s.leader and b in s.replicas
+    # An adding replica copies the log (its progress is the reassignment's): it is no
+    # follower that fell behind.
+    follower = (
+        s.leader is not None and b != s.leader and b in s.replicas and b not in s.adding_replicas
+    )
     emit.condition(
         K.FOLLOWER_LAG,
         follower

@@ -35,6 +35,32 @@ def is_at_min_isr(isr: Sequence[int], replicas: Sequence[int], min_isr: int) -> 
     return len(isr) == min_isr and len(isr) < len(replicas)
 
 
+def election_membership(
+    new_leader: int | None,
+    prev_isr: Sequence[int],
+    prev_elr: Sequence[int],
+    new_isr: Sequence[int] = (),
+) -> str:
+    """What membership says of an election: ``in_last_isr`` (clean), ``outside_last_isr``
+    (unclean), or ``rejoined_with_last_isr`` -- the new leader was outside the last ISR and
+    ELR, but the new ISR holds a member of them too, so it may have joined the ISR and been
+    elected cleanly between two samples (a reassignment handing over to its new replica --
+    KRaft does both in one change; a preferred election right after a rejoin) or been elected
+    uncleanly with the old leader back since (Kafka's unclean path makes the leader the
+    whole ISR). Membership cannot tell those apart; the new leader's log can (a loss).
+
+    >>> election_membership(3, prev_isr=(2, 1), prev_elr=(), new_isr=(1, 3))
+    'rejoined_with_last_isr'
+    >>> election_membership(2, prev_isr=(1,), prev_elr=(), new_isr=(2,))
+    'outside_last_isr'
+    """
+    if new_leader is None or not is_unclean_election(new_leader, prev_isr, prev_elr):
+        return "in_last_isr"
+    if any(b in new_isr for b in (*prev_isr, *prev_elr) if b != new_leader):
+        return "rejoined_with_last_isr"
+    return "outside_last_isr"
+
+
 def is_unclean_election(
     new_leader: int | None, prev_isr: Sequence[int], prev_elr: Sequence[int]
 ) -> bool:

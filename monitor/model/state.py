@@ -93,8 +93,10 @@ class ReplicaState:
     #: Measured lag behind the leader, in offsets and milliseconds (0 when caught up).
     lag_offsets: int = 0
     lag_ms: int = 0
-    #: A lower LEO waiting for a second sample before it is believed (truncation check).
+    #: A lower LEO waiting for a second sample before it is believed (truncation check),
+    #: and when it was first seen.
     suspect_leo: int = -1
+    suspect_at: int = -1
     #: Consecutive samples in which this follower was ahead of the leader, since when.
     ahead_samples: int = 0
     ahead_since: int = -1
@@ -112,7 +114,14 @@ class PartitionState:
     cluster: str
     topic: str
     partition: int
+    #: Kafka's topic id of the incarnation this history belongs to (None: not reported),
+    #: and the ids of earlier incarnations (a late event of one of them is not news).
+    topic_id: str | None = None
+    retired_topic_ids: tuple[str, ...] = ()
     replicas: tuple[int, ...] = ()
+    #: A running reassignment (KIP-455): replicas being added (copying) and removed.
+    adding_replicas: tuple[int, ...] = ()
+    removing_replicas: tuple[int, ...] = ()
     isr: tuple[int, ...] = ()
     prev_isr: tuple[int, ...] = ()
     eligible_leader_replicas: tuple[int, ...] = ()

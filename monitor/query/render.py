@@ -35,7 +35,13 @@ SUMMARIES: dict[str, _Summary] = {
     ),
     "offline": lambda d: f"no leader (last leader {d['last_leader']}, {_isr(d)})",
     "leader_election": lambda d: (
-        f"{'clean' if d['clean'] else 'UNCLEAN'} election: leader {d['leader_before']} -> "
+        (
+            "election of a replica outside the last ISR that rejoined with it (clean unless "
+            "its log shows a loss)"
+            if d.get("membership") == "rejoined_with_last_isr"
+            else f"{'clean' if d['clean'] else 'UNCLEAN'} election"
+        )
+        + f": leader {d['leader_before']} -> "
         f"{d['leader']}, epoch {d['epoch_before']} -> {d['epoch']}, "
         + (
             f"start offset {d['start_offset']}"
@@ -73,6 +79,21 @@ SUMMARIES: dict[str, _Summary] = {
     ),
     "epoch_regression": lambda d: (
         f"leader epoch went back from {d['epoch_before']} to {d['epoch']}"
+    ),
+    "topic_recreated": lambda d: (
+        f"topic deleted and recreated: id {d['topic_id_before']} -> {d['topic_id']}, epoch "
+        f"{d['epoch_before']} -> {d['epoch']}; a new history (the old one had committed "
+        f"up to {d['committed_hw_before']})"
+    ),
+    "reassignment": lambda d: (
+        f"reassigning {[b for b in d['replicas'] if b not in d['adding']]} -> "
+        f"{[b for b in d['replicas'] if b not in d['removing']]}: adding {d['adding']}, "
+        f"removing {d['removing']}"
+        + "".join(
+            f"; broker {b} {c['remaining']} offsets to copy"
+            for b, c in d["copied"].items()
+            if c["remaining"] >= 0
+        )
     ),
     "leader_flapping": lambda d: f"{d['elections']} elections in {d['window_ms'] / 1000:.0f}s",
     "stale_telemetry": lambda d: (

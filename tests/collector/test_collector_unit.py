@@ -141,6 +141,7 @@ def _offline_collector(
     )
     monkeypatch.setattr(mod, "read_high_watermarks", lambda admin, reads: None)
     monkeypatch.setattr(mod, "read_epoch_starts", lambda admin, reads, wanted: None)
+    monkeypatch.setattr(mod, "read_reassignments", lambda admin, reads: None)
     monkeypatch.setattr(mod, "read_topic_configs", lambda admin, topics, reads: {})
     monkeypatch.setattr(mod.jmx, "fetch", lambda url, timeout: page)
     config = CollectorConfig(
@@ -202,3 +203,39 @@ def test_a_rounds_jmx_samples_share_one_stamp(monkeypatch: pytest.MonkeyPatch) -
     assert len({e.observed_at for e in jmx_events}) == 1, sorted(
         (e.broker, e.observed_at) for e in jmx_events
     )
+
+
+def test_reassignments_are_said_while_they_run_and_once_when_they_end() -> None:
+    """Partition events carry adding / removing replicas for a running reassignment, ``[]``
+    once when it ended, nothing otherwise -- and nothing at all after a failed read (the
+    model keeps what it knew rather than take a failure for "no reassignment")."""
+    from monitor.collector import collector as mod
+    from monitor.collector.admin import PartitionMetadata, Reads
+    from monitor.collector.build import partition_events
+
+    c = mod.Collector(CollectorConfig(cluster="c", kafka={"bootstrap_servers": "127.0.0.1:1"}))
+    parts = [PartitionMetadata("t", p, 1, 3, (1, 2, 4, 3), (1, 2, 3), (), None) for p in (0, 1)]
+
+    def events(moving: dict[tuple[str, int], tuple[list[int], list[int]]] | None) -> list:
+        reads = Reads(partitions=parts, reassignments=moving)
+        return [
+            (e.partition, e.adding_replicas, e.removing_replicas)
+            for e in partition_events("c", 0, parts, {}, None, c._reassignments(reads))
+        ]
+
+    running = {("t", 0): ([4], [3])}
+    assert events(running) == [(0, [4], [3]), (1, None, None)]
+    assert events(None) == [(0, None, None), (1, None, None)]  # the read failed
+    assert events({}) == [(0, [], []), (1, None, None)]  # ended: said once
+    assert events({}) == [(0, None, None), (1, None, None)]
+
+
+def test_topic_ids_as_kafka_prints_them() -> None:
+    import uuid
+
+    from monitor.collector.admin import topic_id
+
+    u = uuid.UUID("90ea93ea-4a95-4270-b898-0f3e714c53c1")
+    assert topic_id(u) == "kOqT6kqVQnC4mA8-cUxTwQ" == topic_id(str(u))
+    assert topic_id(uuid.UUID(int=0)) is None  # brokers without topic ids say zero
+    assert topic_id(None) is None and topic_id("") is None

@@ -45,6 +45,10 @@ NOT_ALERTED = {
     "unclean_election are the alerts",
     "election_pending": "info: an election waiting for its evidence (seconds, usually); "
     "election_unverified is the alert if none comes",
+    "topic_recreated": "info: routine churn (a topic deleted and recreated); the new "
+    "incarnation's own findings are the alerts",
+    "reassignment": "info: routine churn (a partition moving, its copy progress); "
+    "under_replicated and follower_lag still alert on the original replicas",
 }
 
 #: The monitor's own alerts (not finding kinds).

@@ -112,6 +112,17 @@ def create_topic(
     )
 
 
+def delete_topic(bootstrap_servers: str, name: str, timeout_s: float = 30.0) -> None:
+    """Delete a topic and wait until the metadata no longer lists it."""
+    with admin_client(bootstrap_servers, timeout_s) as admin:
+        admin.delete_topics([name], timeout_ms=int(timeout_s * 1000))
+        deadline = time.monotonic() + timeout_s
+        while name in admin.list_topics():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"topic {name} still listed {timeout_s:.0f}s after deletion")
+            time.sleep(0.2)
+
+
 def _tuple(values: Any) -> tuple[int, ...]:
     return tuple(int(v) for v in (values or ()))
 
@@ -221,6 +232,98 @@ def elect_leader(
                 error = exc
             kind = "unclean" if unclean else "preferred"
             raise LabError(f"{kind} election for {topic}-{partition} failed: {error!r}") from error
+
+
+def reassign(
+    bootstrap_servers: str,
+    topic: str,
+    targets: Mapping[int, list[int]],
+    *,
+    throttle_bytes_per_s: int | None = None,
+    timeout_s: float = 30.0,
+) -> None:
+    """Start a reassignment (KIP-455's AlterPartitionReassignments, as
+    ``kafka-reassign-partitions.sh --execute``): ``targets`` is ``{partition: replicas}``.
+    With ``throttle_bytes_per_s`` the copy is throttled as the tool's ``--throttle`` does:
+    every broker's leader/follower replication rate, every replica of the topic throttled
+    (:func:`unthrottle` removes it)."""
+    from kafka.protocol.admin import AlterPartitionReassignmentsRequest
+
+    topic_cls = AlterPartitionReassignmentsRequest.ReassignableTopic
+    part_cls = topic_cls.ReassignablePartition
+    if throttle_bytes_per_s is not None:
+        _throttle(bootstrap_servers, topic, str(throttle_bytes_per_s), "*", timeout_s)
+    request = AlterPartitionReassignmentsRequest(
+        timeout_ms=int(timeout_s * 1000),
+        topics=[
+            topic_cls(
+                name=topic,
+                partitions=[part_cls(partition_index=p, replicas=r) for p, r in targets.items()],
+            )
+        ],
+    )
+    with admin_client(bootstrap_servers, timeout_s) as admin:
+        node = next(iter(unfenced_brokers(bootstrap_servers, timeout_s)))
+
+        async def send() -> Any:
+            return await admin._manager.send(request, node_id=node)
+
+        response = admin._manager.run(send)
+    errors = [
+        (t.name, p.partition_index, p.error_code, p.error_message)
+        for t in response.responses
+        for p in t.partitions
+        if p.error_code
+    ]
+    if response.error_code or errors:
+        raise LabError(f"reassignment of {topic} refused: {response.error_code} {errors}")
+
+
+def unthrottle(bootstrap_servers: str, topic: str, timeout_s: float = 30.0) -> None:
+    """Remove what :func:`reassign` set for its throttle."""
+    _throttle(bootstrap_servers, topic, None, None, timeout_s)
+
+
+def _throttle(
+    bootstrap_servers: str, topic: str, rate: str | None, replicas: str | None, timeout_s: float
+) -> None:
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    brokers = sorted(unfenced_brokers(bootstrap_servers, timeout_s))
+    rates = {"leader.replication.throttled.rate": rate, "follower.replication.throttled.rate": rate}
+    which = {
+        "leader.replication.throttled.replicas": replicas,
+        "follower.replication.throttled.replicas": replicas,
+    }
+    resources = [ConfigResource(ConfigResourceType.BROKER, str(b), rates) for b in brokers]
+    resources.append(ConfigResource(ConfigResourceType.TOPIC, topic, which))
+    with admin_client(bootstrap_servers, timeout_s) as admin:
+        # IncrementalAlterConfigs (kafka-python picks it): the topic's other settings stay.
+        if rate is None:
+            admin.reset_configs(resources, raise_on_unknown=False)
+        else:
+            admin.alter_configs(resources, raise_on_unknown=False)
+
+
+def reassignments(bootstrap_servers: str, timeout_s: float = 10.0) -> dict[tuple[str, int], Any]:
+    """The running reassignments: ``{(topic, partition): (adding, removing)}``."""
+    from monitor.collector.admin import Reads, read_reassignments
+
+    reads = Reads()
+    with admin_client(bootstrap_servers, timeout_s) as admin:
+        node = next(iter(unfenced_brokers(bootstrap_servers, timeout_s)))
+        reads.partitions = [_AnyLeader(node)]  # type: ignore[list-item]
+        read_reassignments(admin, reads)
+    if reads.reassignments is None:
+        raise LabError(f"could not list reassignments: {reads.errors}")
+    return dict(reads.reassignments)
+
+
+class _AnyLeader:
+    """Where read_reassignments sends its request (any broker forwards to the controller)."""
+
+    def __init__(self, node: int) -> None:
+        self.leader = node
 
 
 _RETRIABLE_OFFSET_ERRORS = (
