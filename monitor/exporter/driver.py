@@ -216,7 +216,12 @@ class JobExporter:
         try:
             self._hook(batch)
             self.snapshot.expire(int(time.time() * 1000))
-        except Exception:
+        except Exception as e:
+            if _interrupted(e):
+                # The query is stopping mid-batch: the batch is not committed and runs again
+                # after a restart -- nothing was lost, no exporter problem.
+                log.info("exporter: batch %s interrupted by the query stopping", batch.batch_id)
+                return
             self.hook_errors += 1
             log.exception("exporter: batch %s not applied to /metrics", batch.batch_id)
 
@@ -236,3 +241,9 @@ class JobExporter:
 
         self._thread = threading.Thread(target=loop, name="exporter-watch", daemon=True)
         self._thread.start()
+
+
+def _interrupted(error: BaseException) -> bool:
+    """Whether a hook's Spark call failed because the query is being stopped (the JVM
+    thread running the batch was interrupted), not because of the exporter."""
+    return "java.lang.InterruptedException" in str(error) or isinstance(error, InterruptedError)

@@ -163,9 +163,24 @@ def test_a_throttled_reassignment_is_progress_not_under_replication(
         assert (K.REASSIGNMENT, FindingState.RESOLVED, p) in kinds, _names(mine)
         ps = model.partitions[("lab", topic, p)]
         assert 2 not in ps.replica_states and ps.replicas in ((1, 3), (3, 1))
+    # While the move ran (until the metadata showed both partitions on [1, 3]), nothing but
+    # progress. After it, the throttle still applies until removed and Kafka may really drop
+    # broker 3 from an ISR for a moment on a loaded machine (CI saw it): the metadata's own
+    # shrink is then reported -- but never the moved-away replica 2, and nothing critical.
+    done_at = max(
+        min(
+            ev.observed_at for ev in events
+            if isinstance(ev, PartitionEvent) and ev.topic == topic and ev.partition == p
+            and sorted(ev.replicas) == [1, 3] and not ev.adding_replicas
+        )
+        for p in (0, 1)
+    )  # fmt: skip
     wrong = [
         f for f in mine
-        if f.kind in (K.UNDER_REPLICATED, K.FOLLOWER_LAG, K.ISR_SHRINK, K.AT_MIN_ISR)
+        if (f.at < done_at and f.kind in (
+            K.UNDER_REPLICATED, K.FOLLOWER_LAG, K.ISR_SHRINK, K.AT_MIN_ISR
+        ))
+        or (f.kind == K.ISR_SHRINK and f.broker == 2)
         or f.severity is Severity.CRITICAL
     ]  # fmt: skip
     assert not wrong, _names(wrong)

@@ -100,3 +100,20 @@ def test_a_failing_snapshot_never_fails_the_batch(tmp_path: Path) -> None:
     exp.hook(broken)
     assert exp.hook_errors == 1
     assert exp.seed() == 0  # no store yet: nothing to seed, no error
+
+
+def test_a_batch_interrupted_by_the_query_stopping_is_no_exporter_error(tmp_path: Path) -> None:
+    """``query.stop()`` while a batch's hook collects its state rows interrupts the JVM call
+    (CI saw it after run_to_idle): the batch is not committed and runs again after a
+    restart, so it is not counted as an exporter problem. Any other failure still is."""
+
+    class Stopping:
+        def collect(self) -> None:
+            raise RuntimeError("An error occurred while calling o3221.collectToPython.\n"
+                               ": java.lang.InterruptedException")  # fmt: skip
+
+    exp = JobExporter(str(tmp_path / "nothing"), port=free_port())
+    exp.hook(BatchOutput(8, [], states=Stopping(), stats={}))
+    assert exp.hook_errors == 0
+    exp.hook(BatchOutput(9, [{"kind": "no_such_kind"}], states=None, stats={}))
+    assert exp.hook_errors == 1
