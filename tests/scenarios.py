@@ -40,6 +40,9 @@ class Scenario:
     forbid: list[str] = field(default_factory=list)
     #: Detail checks: (pattern, key, value) on the first finding matching the pattern.
     details: list[tuple[str, str, Any]] = field(default_factory=list)
+    #: A routine operation (failover, restart, reassignment, recreation): no finding of it
+    #: may be critical -- a page there is a false page.
+    routine: bool = False
 
     @property
     def path(self) -> Path:
@@ -620,6 +623,89 @@ def reassignment_moves_the_leader() -> Timeline:
     return tl
 
 
+def reassignment_replaces_every_replica() -> Timeline:
+    """Moves that keep none of the old replicas: partition 0 (RF 1) from [2] to [3],
+    partition 1 (RF 2) from [1, 2] to [3, 4]. When the new replicas have caught up, KRaft
+    adds them to the ISR and makes one leader in the same change: the new leader and ISR
+    hold none of the last ISR -- only the reassignment says who they are."""
+    tl = Timeline(topic="replaced")
+    tl.config(rf=1, min_isr=1)
+    leo = 10_000
+    moves = {0: ([2], [3]), 1: ([1, 2], [3, 4])}
+    for i in range(12):
+        moving, done = 1 <= i < 6, i >= 6
+        for p, (old, new) in moves.items():
+            for b in old if not done else ():
+                tl.replica(b, leo=leo, hw=leo if b == old[0] else None, partition=p)
+            for b in new if (moving or done) else ():
+                tl.replica(b, leo=leo if i >= 5 else leo - 2_000, partition=p)
+            tl.advance(1)
+            if done:
+                tl.meta(
+                    leader=new[0], epoch=3, replicas=new, isr=new, hw=leo, partition=p,
+                    epoch_start=10_000 + 5 * 500 if i == 6 else None,
+                )  # fmt: skip
+            else:
+                tl.meta(
+                    leader=old[0], epoch=2, replicas=new + old if moving else old, isr=old,
+                    hw=leo, partition=p, adding=new if moving else [],
+                    removing=old if moving else [],
+                )  # fmt: skip
+        tl.advance(5 * SECOND - 2)
+        leo += 500
+    return tl
+
+
+def failback_after_blind_failover() -> Timeline:
+    """A rolling restart's two steps: leader 1 stops and 2 takes over while the collector is
+    blind to 2 for a round (its epoch record a round late); 1 comes back, catches up, rejoins
+    the ISR and gets its leadership back by a preferred election -- rejoin and election
+    between two metadata reads. The guess of epoch 6's start from 2's stale sample must not
+    mark 1's committed records as another epoch's suffix once the record says otherwise."""
+    tl = Timeline(topic="failback")
+    tl.config(rf=3, min_isr=2)
+    leo = _rounds(tl, 4, 100_000, leader=1, epoch=5, isr=[1, 2, 3], hw_ahead=40)
+    leo += 5_000  # 1 wrote a last round, all replicated, then stopped
+    tl.broker(1, alive=False)
+    tl.broker(2, alive=False)  # its scrape timed out
+    tl.broker(3)
+    tl.replica(3, leo=leo)
+    tl.advance(2)
+    tl.meta(leader=2, epoch=6, replicas=[1, 2, 3], isr=[2, 3], hw=leo)  # no epoch record
+    tl.advance(5 * SECOND - 2)
+    start, leo = leo, leo + 5_000
+    tl.broker(1, alive=False)
+    for b in (2, 3):
+        tl.broker(b)
+        tl.replica(b, leo=leo if b == 2 else leo - 5)
+    tl.advance(2)
+    tl.meta(leader=2, epoch=6, replicas=[1, 2, 3], isr=[2, 3], hw=leo, epoch_start=start)
+    tl.advance(5 * SECOND - 2)
+    leo = _rounds(tl, 3, leo, leader=2, epoch=6, isr=[2, 3], hw_ahead=40)
+    leo += 5_000
+    for b in (1, 2, 3):
+        tl.broker(b)
+        tl.replica(b, leo=leo if b == 1 else leo - 5)
+    tl.advance(2)
+    tl.meta(leader=1, epoch=7, replicas=[1, 2, 3], isr=[1, 2, 3], hw=leo, epoch_start=leo)
+    tl.advance(5 * SECOND - 2)
+    _rounds(tl, 3, leo, leader=1, epoch=7, isr=[1, 2, 3], hw_ahead=40)
+    return tl
+
+
+def controller_restart_without_process_start() -> Timeline:
+    """A controller whose exporter has no process metrics (no ``started_at``) restarts
+    between two scrapes and replays two old unclean elections: its counter 0 -> 2 with no
+    gap seen. Without the process start a restart cannot be told from new elections, so
+    the counter is not believed at all."""
+    tl = Timeline(topic="quiet")
+    for i in range(20):
+        tl.broker(1, unclean_elections_total=0 if i < 12 else 2, active_controller=True)
+        tl.meta(leader=1, epoch=0, replicas=[1], isr=[1], hw=100)
+        tl.advance(5 * SECOND)
+    return tl
+
+
 def epoch_regression() -> Timeline:
     """The leader epoch goes back: the topic was deleted and recreated under the same name."""
     tl = Timeline(topic="recreated")
@@ -801,6 +887,7 @@ SCENARIOS: list[Scenario] = [
         ],
         forbid=["unclean_election", "committed_data_loss"],
         details=[("leader_flapping:open", "elections", 3)],
+        routine=True,
     ),
     Scenario(
         "durability_misconfigurations",
@@ -844,6 +931,7 @@ SCENARIOS: list[Scenario] = [
             "stale_telemetry",
             "durability_risk",
         ],
+        routine=True,
     ),
     Scenario(
         "same_round_skew",
@@ -851,6 +939,7 @@ SCENARIOS: list[Scenario] = [
         "divergence (samples of one round have no order).",
         same_round_skew,
         forbid=["log_divergence", "follower_lag", "hw_regression", "truncation_below_hw"],
+        routine=True,
     ),
     Scenario(
         "diverged_follower",
@@ -896,6 +985,7 @@ SCENARIOS: list[Scenario] = [
             ("leader_election", "clean", True),
             ("isr_shrink", "cause", "not_answering"),
         ],
+        routine=True,
     ),
     Scenario(
         "unclean_old_leader_rejoined",
@@ -924,6 +1014,7 @@ SCENARIOS: list[Scenario] = [
         broker_restart_no_flicker,
         expect=["isr_shrink:event restart/0 broker 3", "isr_expand:event restart/0 broker 3"],
         forbid=["follower_lag", "log_divergence", "hw_lag", "truncation_below_hw"],
+        routine=True,
     ),
     Scenario(
         "election_without_evidence",
@@ -986,6 +1077,7 @@ SCENARIOS: list[Scenario] = [
             ("topic_recreated", "topic_id", "Yx2Zt3PqRkWm0aBcDeFgHw"),
             ("topic_recreated", "committed_hw_before", 5_500),
         ],
+        routine=True,
     ),
     Scenario(
         "topic_recreated_metadata_late",
@@ -1002,6 +1094,7 @@ SCENARIOS: list[Scenario] = [
             "hw_lag",
             "epoch_regression",
         ],
+        routine=True,
     ),
     Scenario(
         "throttled_reassignment",
@@ -1023,6 +1116,7 @@ SCENARIOS: list[Scenario] = [
             "truncation_below_hw",
         ],
         details=[("reassignment:open", "adding", [4]), ("reassignment:open", "removing", [3])],
+        routine=True,
     ),
     Scenario(
         "reassignment_moves_the_leader",
@@ -1043,7 +1137,49 @@ SCENARIOS: list[Scenario] = [
             "isr_shrink",
             "truncation_below_hw",
         ],
-        details=[("leader_election", "membership", "rejoined_with_last_isr")],
+        details=[("leader_election", "membership", "reassigned_to")],
+        routine=True,
+    ),
+    Scenario(
+        "reassignment_replaces_every_replica",
+        "A move that keeps none of the old replicas (RF 1 [2] -> [3]; RF 2 [1, 2] -> [3, 4]) "
+        "hands leadership to a new replica in the change that adds it to the ISR: the new ISR "
+        "holds none of the last one, yet the reassignment was adding that leader -- clean, "
+        "judged by its log (no loss).",
+        reassignment_replaces_every_replica,
+        expect=[
+            "leader_election:event replaced/0 broker 3",
+            "leader_election:event replaced/1 broker 3",
+            "reassignment:open replaced/0",
+            "reassignment:resolved replaced/1",
+        ],
+        forbid=["under_replicated", "follower_lag", "isr_shrink"],
+        details=[("leader_election", "membership", "reassigned_to")],
+        routine=True,
+    ),
+    Scenario(
+        "failback_after_blind_failover",
+        "A rolling restart's failover (new leader unseen for a round) and failback (rejoin and "
+        "preferred election between two reads): the exact epoch record replaces the guess from "
+        "a stale sample, so the returning leader's committed records are no 'other epoch's "
+        "suffix' -- no loss, nothing unclean.",
+        failback_after_blind_failover,
+        expect=[
+            "leader_election:event failback/0 broker 2",
+            "leader_election:event failback/0 broker 1",
+        ],
+        forbid=["committed_data_loss", "unclean_election", "truncation_below_hw"],
+        routine=True,
+    ),
+    Scenario(
+        "controller_restart_without_process_start",
+        "A controller restarted between two scrapes replays old unclean elections (counter "
+        "0 -> 2); without its process start (an exporter without process metrics) that cannot "
+        "be told from new elections: the counter is not believed.",
+        controller_restart_without_process_start,
+        expect=[],
+        forbid=["unclean_election"],
+        routine=True,
     ),
     Scenario(
         "epoch_regression",

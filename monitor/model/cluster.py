@@ -182,7 +182,9 @@ class ClusterModel:
             bs.unclean_counted_since = -1
             return None
         bs.counters[name] = now
-        restarted = ev.started_at != bs.started_at  # between two scrapes, maybe
+        # A restart between two scrapes shows only in the process start; without it (an
+        # exporter without process metrics) every reading is a baseline: never believed.
+        restarted = ev.started_at is None or ev.started_at != bs.started_at
         bs.started_at = ev.started_at
         if not isinstance(before, int) or bs.unclean_counted_since < 0 or now < before or restarted:
             bs.unclean_counted_since = ev.observed_at  # a first reading, or a reset: a baseline

@@ -24,50 +24,58 @@ unknown). Nothing unconfirmed is paged, so nothing paged is withdrawn; a verdict
 is refined when the epoch record arrives later (the offsets it adds are reported as a
 correction, see docs/findings.md).
 
-Unclean, from every witness: the new leader was in neither the last ISR nor the ELR; or a
-loss was proven at an election judged clean that no observed truncation of the new leader
-explains (a clean election cannot lose committed data).
+Unclean, from every witness: the new leader was in neither the last ISR nor the ELR, nor
+does the new ISR hold any of them or say a reassignment handed over to it
+(:func:`monitor.model.rules.election_membership`); or a loss was proven at an election
+membership did not call unclean that no observed truncation of the new leader explains (a
+clean election cannot lose committed data).
 
 Pure, like the rest of the model: no clock (``t`` is event time or the tick's ``now``).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from monitor.model import rules
 from monitor.model._emit import Emitter
 from monitor.model.config import ModelConfig
+from monitor.model.events import PartitionMeta
 from monitor.model.findings import FindingKind
 from monitor.model.state import ElectionCheck, EpochEntry, PartitionState, ReplicaState
 
 K = FindingKind
 
 
-def start_election(
-    s: PartitionState,
-    epoch: int,
-    leader: int,
-    t: int,
-    prev_leader: int | None,
-    prev_epoch: int,
-    prev_isr: tuple[int, ...],
-    prev_elr: tuple[int, ...],
-    meta_before: int,
-    epoch_record: int | None,
-    config: ModelConfig,
-    emit: Emitter,
-    new_isr: tuple[int, ...] = (),
-) -> None:
-    """A new leader at a new epoch: report the election, then judge it (or wait).
+@dataclass(frozen=True, slots=True)
+class Before:
+    """The partition as the metadata showed it before the election's event.
 
-    ``meta_before``: when the metadata was read before this one (it still showed the old
-    leadership): a sample of the new leader taken before that is certainly from before the
-    election.
-    """
-    membership = rules.election_membership(leader, prev_isr, prev_elr, new_isr)
-    # Only a leader outside the last ISR whose new ISR holds none of it is unclean by
-    # membership; one that rejoined with the last ISR is judged by its log (witness loss).
+    ``meta_at``: when that metadata was read (it still showed the old leadership): a sample
+    of the new leader taken before then is certainly from before the election."""
+
+    leader: int | None
+    epoch: int
+    isr: tuple[int, ...]
+    elr: tuple[int, ...]
+    adding: tuple[int, ...]
+    meta_at: int
+
+
+def start_election(
+    s: PartitionState, before: Before, ev: PartitionMeta, config: ModelConfig, emit: Emitter
+) -> None:
+    """``ev`` shows a new leader at a new epoch: report the election, then judge it (or
+    wait)."""
+    assert ev.leader is not None
+    leader, epoch, t = ev.leader, ev.leader_epoch, ev.observed_at
+    epoch_record = ev.epoch_start_offset
+    prev_leader, prev_epoch = before.leader, before.epoch
+    membership = rules.election_membership(leader, before.isr, before.elr, ev.isr, before.adding)
+    # Only a leader outside the last ISR whose new ISR holds none of it, and that no
+    # reassignment was adding, is unclean by membership; the others are judged by their
+    # log (witness loss).
     clean = membership != "outside_last_isr"
     prev_rs = s.replica_states.get(prev_leader) if prev_leader is not None else None
     leader_rs = s.replica_states.get(leader)
@@ -88,8 +96,8 @@ def start_election(
         "epochs_skipped": max(0, epoch - prev_epoch - 1),
         "leader_before": prev_leader,
         "leader": leader,
-        "isr_before": list(prev_isr),
-        "eligible_leader_replicas_before": list(prev_elr),
+        "isr_before": list(before.isr),
+        "eligible_leader_replicas_before": list(before.elr),
         "clean": clean,
         "membership": membership,
         "start_offset": epoch_record if epoch_record is not None else -1,
@@ -116,21 +124,20 @@ def start_election(
         valid_below=leader_rs.must_truncate_to if leader_rs is not None else -1,
         leo_before=(
             _latest(leader_rs)
-            if leader_rs is not None and 0 <= leader_rs.observed_at < meta_before
+            if leader_rs is not None and 0 <= leader_rs.observed_at < before.meta_at
             else -1
         ),
         details=details,
-        meta_before=meta_before,
+        meta_before=before.meta_at,
     )
     if leader_rs is not None:
         _note_pre(s.election, leader_rs)
     # Replicas holding more than the new leader's start must truncate to it (KIP-101): a
-    # best guess of the start until the epoch record says (the latest sample).
+    # best guess of the start until the epoch record replaces it (the latest sample).
     start = epoch_record
     if start is None and leader_rs is not None and leader_rs.leo >= 0:
         start = _latest(leader_rs)
-    for b, rs in s.replica_states.items():
-        rs.must_truncate_to = start if start is not None and b != leader and rs.leo > start else -1
+    _must_truncate_to(s, leader, start)
     if epoch_record is not None:
         on_epoch_record(s, epoch_record, t, config, emit)
     else:
@@ -151,6 +158,10 @@ def on_epoch_record(
     c = s.election
     if c is None or c.epoch != s.leader_epoch:
         return
+    # The exact start replaces the guess for the replicas still due to truncate to it.
+    for b, other in s.replica_states.items():
+        if b != c.leader and other.must_truncate_to >= 0:
+            other.must_truncate_to = start if other.leo > start else -1
     rs = s.replica_states.get(c.leader)
     if rs is not None and 0 <= start < c.leo_before:
         # Its last sample from certainly before the election held more than the epoch
@@ -389,6 +400,12 @@ def _note_pre(c: ElectionCheck, rs: ReplicaState) -> None:
 
 def _valid(c: ElectionCheck, leo: int) -> int:
     return min(leo, c.valid_below) if c.valid_below >= 0 else leo
+
+
+def _must_truncate_to(s: PartitionState, leader: int, start: int | None) -> None:
+    """Mark the replicas holding more than the new epoch's ``start`` (None: unknown)."""
+    for b, rs in s.replica_states.items():
+        rs.must_truncate_to = start if start is not None and b != leader and rs.leo > start else -1
 
 
 def _latest(rs: ReplicaState) -> int:

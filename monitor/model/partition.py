@@ -162,7 +162,9 @@ def _apply_meta(s: PartitionState, ev: PartitionMeta, ctx: Context, emit: Emitte
 
     prev_isr, prev_elr, prev_epoch = s.isr, s.eligible_leader_replicas, s.leader_epoch
     prev_leader = s.leader if s.leader is not None else _last_leader(s)
-    meta_before = s.meta_at
+    before = election.Before(
+        prev_leader, prev_epoch, prev_isr, prev_elr, s.adding_replicas, meta_at=s.meta_at
+    )
     s.meta_at = t
     s.last_seen = max(s.last_seen, t)
     if ev.adding_replicas is not None or ev.removing_replicas is not None:
@@ -189,12 +191,8 @@ def _apply_meta(s: PartitionState, ev: PartitionMeta, ctx: Context, emit: Emitte
         if ev.leader_epoch > prev_epoch:
             s.leader_epoch = ev.leader_epoch
             if ev.leader is not None and ev.leader != prev_leader:
-                assert ev.leader is not None
                 s.leader = prev_leader  # judged against the log as it stood
-                election.start_election(
-                    s, ev.leader_epoch, ev.leader, t, prev_leader, prev_epoch, prev_isr,
-                    prev_elr, meta_before, ev.epoch_start_offset, ctx.config, emit, ev.isr,
-                )  # fmt: skip
+                election.start_election(s, before, ev, ctx.config, emit)
                 s.leader = ev.leader
                 _reset_leader_measurements(s, t)
             else:

@@ -39,23 +39,33 @@ def election_membership(
     new_leader: int | None,
     prev_isr: Sequence[int],
     prev_elr: Sequence[int],
-    new_isr: Sequence[int] = (),
+    new_isr: Sequence[int],
+    prev_adding: Sequence[int],
 ) -> str:
     """What membership says of an election: ``in_last_isr`` (clean), ``outside_last_isr``
-    (unclean), or ``rejoined_with_last_isr`` -- the new leader was outside the last ISR and
-    ELR, but the new ISR holds a member of them too, so it may have joined the ISR and been
-    elected cleanly between two samples (a reassignment handing over to its new replica --
-    KRaft does both in one change; a preferred election right after a rejoin) or been elected
-    uncleanly with the old leader back since (Kafka's unclean path makes the leader the
-    whole ISR). Membership cannot tell those apart; the new leader's log can (a loss).
+    (unclean), or -- for a new leader outside the last ISR and ELR -- one of two cases
+    membership cannot decide, left to the new leader's log (a loss makes them unclean):
 
-    >>> election_membership(3, prev_isr=(2, 1), prev_elr=(), new_isr=(1, 3))
+    - ``reassigned_to``: it was a replica a running reassignment was adding. KRaft ends a
+      move by adding the caught-up replica to the ISR and, when the old leader is being
+      removed, making it leader in the same change (a full move, RF 1 included, leaves none
+      of the last ISR in the new one);
+    - ``rejoined_with_last_isr``: the new ISR holds a member of the last one too, so it may
+      have joined the ISR and been elected cleanly between two samples (a preferred election
+      right after a rejoin) or been elected uncleanly with the old leader back since
+      (Kafka's unclean path makes the leader the whole ISR).
+
+    >>> election_membership(3, prev_isr=(2, 1), prev_elr=(), new_isr=(1, 3), prev_adding=())
     'rejoined_with_last_isr'
-    >>> election_membership(2, prev_isr=(1,), prev_elr=(), new_isr=(2,))
+    >>> election_membership(3, prev_isr=(2,), prev_elr=(), new_isr=(3,), prev_adding=(3,))
+    'reassigned_to'
+    >>> election_membership(2, prev_isr=(1,), prev_elr=(), new_isr=(2,), prev_adding=())
     'outside_last_isr'
     """
     if new_leader is None or not is_unclean_election(new_leader, prev_isr, prev_elr):
         return "in_last_isr"
+    if new_leader in prev_adding:
+        return "reassigned_to"
     if any(b in new_isr for b in (*prev_isr, *prev_elr) if b != new_leader):
         return "rejoined_with_last_isr"
     return "outside_last_isr"

@@ -39,6 +39,8 @@ SUMMARIES: dict[str, _Summary] = {
             "election of a replica outside the last ISR that rejoined with it (clean unless "
             "its log shows a loss)"
             if d.get("membership") == "rejoined_with_last_isr"
+            else "reassignment handover (clean unless its log shows a loss)"
+            if d.get("membership") == "reassigned_to"
             else f"{'clean' if d['clean'] else 'UNCLEAN'} election"
         )
         + f": leader {d['leader_before']} -> "

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from monitor.model import ClusterModel, Finding, ModelConfig
+from monitor.model import ClusterModel, Finding, ModelConfig, Severity
 from monitor.query.replay import replay
 from tests.scenarios import SCENARIOS, Scenario, label, matches
 
@@ -46,6 +46,14 @@ def test_scenario_findings(sc: Scenario) -> None:
         first = next((f for f in findings if matches(pattern, label(f))), None)
         assert first is not None, f"{sc.name}: no finding matches {pattern!r}"
         assert first.details[key] == value, (sc.name, pattern, key, first.details)
+
+
+@pytest.mark.parametrize("sc", [s for s in SCENARIOS if s.routine], ids=lambda s: s.name)
+def test_routine_operations_page_nobody(sc: Scenario) -> None:
+    """A routine operation's scenario (failover, rolling restart, reassignment, topic
+    recreation) yields no critical finding of any kind: there a page is a false page."""
+    critical = [label(f) for f in run(sc) if f.severity >= Severity.CRITICAL]
+    assert critical == [], f"{sc.name}: {critical}"
 
 
 def test_healthy_cluster_has_nothing_above_info() -> None:
