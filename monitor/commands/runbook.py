@@ -22,7 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from monitor.contract.state import PartitionView
-from monitor.model import EVENT_KINDS, Finding, FindingKind, FindingState, Severity
+from monitor.model import (
+    EVENT_KINDS,
+    TRANSITION_KINDS,
+    Finding,
+    FindingKind,
+    FindingState,
+    Severity,
+)
 from monitor.query.questions import Outcome, Status, audit, what_if
 from monitor.query.render import iso, summary, table
 from monitor.query.sources import ReplaySource, SourceError, StateSource
@@ -247,13 +254,17 @@ def run_status(args: argparse.Namespace) -> int:
     if args.prometheus:
         from monitor.query.sources import prometheus_alerts
 
-        alerts = prometheus_alerts(args.prometheus)
+        alerts = prometheus_alerts(args.prometheus, args.cluster)
     telemetry_age = now - fresh.newest_observed_at / 1000 if fresh.newest_observed_at >= 0 else None
     write_age = now - fresh.last_write_at if fresh.last_write_at is not None else None
     # The window ends at the newest telemetry: a captured file's incident is as recent as
     # its own end, a live store's as the job's last batch.
     since = fresh.newest_observed_at - args.window if fresh.newest_observed_at >= 0 else 0
-    recent = Counter((d["kind"], d["severity"]) for d in src.events(since))
+    recent = Counter(
+        (d["kind"], d["severity"])
+        for d in src.events(since)
+        if FindingKind(d["kind"]) not in TRANSITION_KINDS  # judged by the ISR's conditions
+    )
     stale, stale_s = None, args.stale_after / 1000
     if write_age is not None and write_age > stale_s:
         stale = f"the job last wrote {_ago(write_age)} ({src.label})"

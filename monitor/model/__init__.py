@@ -16,6 +16,7 @@ from monitor.model.events import (
 from monitor.model.findings import (
     EVENT_KINDS,
     SEVERITY,
+    TRANSITION_KINDS,
     Finding,
     FindingKind,
     FindingState,
@@ -29,6 +30,7 @@ __all__ = [
     "EVENT_KINDS",
     "KAFKA_REPLICA_LAG_TIME_MAX_MS",
     "SEVERITY",
+    "TRANSITION_KINDS",
     "BrokerReport",
     "ClusterModel",
     "Context",

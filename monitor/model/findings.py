@@ -104,6 +104,14 @@ EVENT_KINDS: frozenset[FindingKind] = frozenset(
     }
 )
 
+#: One-off findings that mark a change whose lasting state is a condition (the ISR's size:
+#: ``under_replicated``, ``at_min_isr``, ``under_min_isr``, ``offline``): a broker restart
+#: shrinks and re-expands the ISR, so these say nothing once the condition has resolved.
+#: A check judges the condition, not the change (``monitor status``'s window).
+TRANSITION_KINDS: frozenset[FindingKind] = frozenset(
+    {FindingKind.ISR_SHRINK, FindingKind.ISR_EXPAND}
+)
+
 
 @dataclass(frozen=True, slots=True)
 class Finding:

@@ -27,6 +27,7 @@ from monitor.contract.state import BrokerView, PartitionView, view_of
 from monitor.model import (
     ClusterModel,
     Finding,
+    FindingKind,
     FindingState,
     ModelConfig,
     ModelEvent,
@@ -243,8 +244,18 @@ class ReplaySource(ViewQueries):
         return [f.to_dict() for f in self._findings]
 
 
-def prometheus_alerts(url: str, timeout_s: float = 5.0) -> list[dict[str, Any]]:
-    """Firing alerts from Prometheus' HTTP API (``GET /api/v1/alerts``).
+#: The ``kind`` label of the monitor's own alerts that are no finding kind
+#: (deploy/prometheus/rules/replication.yml); every other alert of ours is a finding kind.
+MONITOR_ALERT_KINDS = frozenset({"monitor_down", "monitor_behind", "collector_down"})
+
+
+def prometheus_alerts(
+    url: str, cluster: str | None = None, timeout_s: float = 5.0
+) -> list[dict[str, Any]]:
+    """The monitor's firing alerts from Prometheus' HTTP API (``GET /api/v1/alerts``): those
+    whose ``kind`` label is a finding kind or one of :data:`MONITOR_ALERT_KINDS` (another
+    team's alerts in the same Prometheus are not this check's business), of ``cluster``
+    when given (the monitor's own alerts have no cluster and are kept).
 
     Raises :class:`SourceError` naming the URL when Prometheus cannot be reached or does not
     answer like Prometheus.
@@ -265,7 +276,14 @@ def prometheus_alerts(url: str, timeout_s: float = 5.0) -> list[dict[str, Any]]:
         raise SourceError(f"{api} did not answer JSON: is {url} a Prometheus?") from None
     if not isinstance(body, dict) or body.get("status") != "success":
         raise SourceError(f"Prometheus at {url} answered {str(body)[:200]}")
-    alerts = [a for a in body["data"]["alerts"] if a.get("state") == "firing"]
+    ours = {k.value for k in FindingKind} | MONITOR_ALERT_KINDS
+    alerts = [
+        a
+        for a in body["data"]["alerts"]
+        if a.get("state") == "firing"
+        and a["labels"].get("kind") in ours
+        and (cluster is None or a["labels"].get("cluster", cluster) == cluster)
+    ]
     alerts.sort(key=lambda a: (a["labels"].get("alertname", ""), sorted(a["labels"].items())))
     return alerts
 

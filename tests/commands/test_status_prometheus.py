@@ -1,8 +1,10 @@
 """`monitor status --prometheus URL` against the real Prometheus: the firing alerts listed.
 
-Prometheus runs the shipped configuration and rules plus one rule that fires at once
+Prometheus runs the shipped configuration and rules plus two rules that fire at once
 (``vector(1)``, no ``for``), so the test does not wait minutes for a shipped rule's
-``for``; the CLI must list exactly what Prometheus' alerts API says is firing.
+``for``: one shaped like the monitor's (a finding kind in ``kind``), one of another team's
+(no ``kind``). The CLI must list exactly the monitor's firing alerts -- another team's in the
+same Prometheus never set the check's verdict.
 """
 
 from __future__ import annotations
@@ -26,9 +28,15 @@ RULE = """groups:
         expr: vector(1)
         labels:
           severity: critical
+          kind: committed_data_loss
           cluster: lab
           topic: orders
           partition: "3"
+      - alert: SomeoneElsesDiskFull
+        expr: vector(1)
+        labels:
+          severity: critical
+          team: storage
 """
 
 
@@ -64,10 +72,12 @@ def test_status_lists_the_firing_alerts(
     assert main([*argv, "--json"]) == 2  # a critical alert is firing: CRITICAL
     st = json.loads(capsys.readouterr().out)
     assert "1 critical alert firing" in st["summary"]
-    firing = [a for a in prometheus.alerts() if a["state"] == "firing"]
+    firing = [a for a in prometheus.alerts() if a["state"] == "firing" and "kind" in a["labels"]]
+    assert any(a["labels"]["alertname"] == "SomeoneElsesDiskFull" for a in prometheus.alerts())
     assert st["prometheus"]["url"] == prometheus.url
     names = sorted(a["labels"]["alertname"] for a in st["prometheus"]["firing"])
     assert names == sorted(a["labels"]["alertname"] for a in firing)
+    assert "SomeoneElsesDiskFull" not in names
     ours = next(
         a for a in st["prometheus"]["firing"] if a["labels"]["alertname"] == "RunbookStatusTest"
     )

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from monitor.query.sources import MONITOR_ALERT_KINDS
 from tests.deploy.rulefiles import (
     RUNBOOK_BASE,
     Rule,
@@ -52,7 +53,7 @@ NOT_ALERTED = {
 }
 
 #: The monitor's own alerts (not finding kinds).
-MONITOR_ALERTS = {"monitor_down", "monitor_behind", "collector_down"}
+MONITOR_ALERTS = MONITOR_ALERT_KINDS
 
 #: Alerts on one witness of a finding kind, by alert name -> the kind (their ``kind``
 #: label): the controller's counter says "unclean election" without a partition.
