@@ -187,29 +187,17 @@ def _send_per_leader(
 
 
 def read_reassignments(admin: KafkaAdminClient, reads: Reads, timeout_ms: int = 5000) -> None:
-    """The running partition reassignments (KIP-455's ListPartitionReassignments, answered
-    by the controller through any broker): fills ``reads.reassignments``."""
-    from kafka.protocol.admin import ListPartitionReassignmentsRequest
-
-    node = next((p.leader for p in reads.partitions if p.leader is not None), None)
-    if node is None:
+    """The running partition reassignments (KIP-455's ListPartitionReassignments, sent to
+    the controller): fills ``reads.reassignments``; left None when the read fails."""
+    try:
+        running = admin.list_partition_reassignments(timeout_ms=timeout_ms)
+    except KafkaError as e:
+        reads.errors.append(("reassignments", repr(e)))
         return
-    request = ListPartitionReassignmentsRequest(timeout_ms=timeout_ms, topics=None)
-    responses = _send_per_leader(admin, {node: request}, "reassignments", reads)
-    if not responses:
-        return
-    response = responses[0]
-    if response.error_code:
-        reads.errors.append(("reassignments", f"error {response.error_code}"))
-        return
-    found: dict[tuple[str, int], tuple[list[int], list[int]]] = {}
-    for topic in response.topics:
-        for p in topic.partitions:
-            found[(topic.name, p.partition_index)] = (
-                list(p.adding_replicas),
-                list(p.removing_replicas),
-            )
-    reads.reassignments = found
+    reads.reassignments = {
+        (tp.topic, tp.partition): (list(r["adding_replicas"]), list(r["removing_replicas"]))
+        for tp, r in running.items()
+    }
 
 
 def read_epoch_starts(admin: KafkaAdminClient, reads: Reads, wanted: set[tuple[str, int]]) -> None:

@@ -34,8 +34,9 @@ COUNTS_CORRECTLY_FROM = (4, 1)
 def broker_version(admin: Any) -> tuple[int, ...] | None:
     """The broker version kafka-python inferred at bootstrap (None if it did not say).
 
-    kafka-python 3 keeps it on the admin client's connection manager, 2.x in the client's
-    ``api_version`` setting; neither is a promised interface, so anything else is None.
+    kafka-python 3 keeps it on the admin client's connection manager (not a promised
+    interface); a client configured with ``api_version`` says it there. Anything else is
+    None.
     """
     manager = getattr(admin, "_manager", None)
     version = getattr(manager, "broker_version", None)

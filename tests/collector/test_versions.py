@@ -34,7 +34,7 @@ def test_the_version_kafka_python_inferred() -> None:
     assert broker_version(SimpleNamespace(_manager=SimpleNamespace(broker_version=(4, 1)))) == (
         4, 1,
     )  # fmt: skip
-    assert broker_version(SimpleNamespace(config={"api_version": (3, 9)})) == (3, 9)  # 2.x
+    assert broker_version(SimpleNamespace(config={"api_version": (3, 9)})) == (3, 9)  # pinned
     assert broker_version(SimpleNamespace(config={"api_version": None})) is None
     assert broker_version(object()) is None
 

@@ -247,36 +247,19 @@ def reassign(
     With ``throttle_bytes_per_s`` the copy is throttled as the tool's ``--throttle`` does:
     every broker's leader/follower replication rate, every replica of the topic throttled
     (:func:`unthrottle` removes it)."""
-    from kafka.protocol.admin import AlterPartitionReassignmentsRequest
-
-    topic_cls = AlterPartitionReassignmentsRequest.ReassignableTopic
-    part_cls = topic_cls.ReassignablePartition
     if throttle_bytes_per_s is not None:
         _throttle(bootstrap_servers, topic, str(throttle_bytes_per_s), "*", timeout_s)
-    request = AlterPartitionReassignmentsRequest(
-        timeout_ms=int(timeout_s * 1000),
-        topics=[
-            topic_cls(
-                name=topic,
-                partitions=[part_cls(partition_index=p, replicas=r) for p, r in targets.items()],
-            )
-        ],
-    )
     with admin_client(bootstrap_servers, timeout_s) as admin:
-        node = next(iter(unfenced_brokers(bootstrap_servers, timeout_s)))
-
-        async def send() -> Any:
-            return await admin._manager.send(request, node_id=node)
-
-        response = admin._manager.run(send)
-    errors = [
-        (t.name, p.partition_index, p.error_code, p.error_message)
-        for t in response.responses
-        for p in t.partitions
-        if p.error_code
-    ]
-    if response.error_code or errors:
-        raise LabError(f"reassignment of {topic} refused: {response.error_code} {errors}")
+        refused = {
+            tp: err
+            for tp, err in admin.alter_partition_reassignments(
+                {TopicPartition(topic, p): r for p, r in targets.items()},
+                timeout_ms=int(timeout_s * 1000),
+            ).items()
+            if err is not None
+        }
+    if refused:
+        raise LabError(f"reassignment of {topic} refused: {refused}")
 
 
 def unthrottle(bootstrap_servers: str, topic: str, timeout_s: float = 30.0) -> None:
@@ -305,25 +288,19 @@ def _throttle(
             admin.alter_configs(resources, raise_on_unknown=False)
 
 
-def reassignments(bootstrap_servers: str, timeout_s: float = 10.0) -> dict[tuple[str, int], Any]:
-    """The running reassignments: ``{(topic, partition): (adding, removing)}``."""
+def reassignments(
+    bootstrap_servers: str, timeout_s: float = 10.0
+) -> dict[tuple[str, int], tuple[list[int], list[int]]]:
+    """The running reassignments, as the collector reads them: ``{(topic, partition):
+    (adding, removing)}``."""
     from monitor.collector.admin import Reads, read_reassignments
 
     reads = Reads()
     with admin_client(bootstrap_servers, timeout_s) as admin:
-        node = next(iter(unfenced_brokers(bootstrap_servers, timeout_s)))
-        reads.partitions = [_AnyLeader(node)]  # type: ignore[list-item]
-        read_reassignments(admin, reads)
+        read_reassignments(admin, reads, timeout_ms=int(timeout_s * 1000))
     if reads.reassignments is None:
         raise LabError(f"could not list reassignments: {reads.errors}")
-    return dict(reads.reassignments)
-
-
-class _AnyLeader:
-    """Where read_reassignments sends its request (any broker forwards to the controller)."""
-
-    def __init__(self, node: int) -> None:
-        self.leader = node
+    return reads.reassignments
 
 
 _RETRIABLE_OFFSET_ERRORS = (
