@@ -112,5 +112,11 @@ class Emitter:
                 )
             )
 
+    def resolve_all(self, at: int, broker: int | None = None) -> None:
+        """Resolve every open condition (of ``broker``, when given)."""
+        for cond in list(self.open.values()):
+            if broker is None or cond.broker == broker:
+                self.condition(cond.kind, False, at, broker=cond.broker)
+
     def is_open(self, kind: FindingKind, broker: int | None = None) -> bool:
         return (kind if broker is None else f"{kind}:{broker}") in self.open

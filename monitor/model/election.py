@@ -85,9 +85,7 @@ def start_election(
         # truncation removed, as a second sample would have.
         truncate(s, leader, leader_rs, leader_rs.suspect_leo, t, emit, epoch=prev_epoch)
         leader_rs.leo, leader_rs.suspect_leo = leader_rs.suspect_leo, -1
-    s.lineage.append(EpochEntry(epoch, -1, leader, t))
-    if len(s.lineage) > config.lineage_limit:
-        del s.lineage[0]
+    s.append_lineage(EpochEntry(epoch, -1, leader, t), config)
     s.election_times.append(t)
     del s.election_times[: max(0, len(s.election_times) - 4 * config.flapping_elections)]
     details = {
@@ -106,8 +104,7 @@ def start_election(
     emit.event(K.LEADER_ELECTION, t, details, broker=leader)
     # An earlier election still undecided is folded into this one: its committed HW is
     # still the one this election is judged against (nothing was rebased).
-    if emit.is_open(K.ELECTION_PENDING):
-        emit.condition(K.ELECTION_PENDING, False, t)
+    emit.condition(K.ELECTION_PENDING, False, t)
     if not clean:
         emit.event(K.UNCLEAN_ELECTION, t, {**details, "witness": "membership"}, broker=leader)
     s.election = ElectionCheck(
@@ -117,7 +114,6 @@ def start_election(
         committed=s.max_hw,
         committed_at=s.max_hw_at,
         clean=clean,
-        leader_before=prev_leader,
         leader_before_leo=prev_rs.leo if prev_rs is not None else -1,
         # Its log beyond an earlier epoch's start that it never truncated to is another
         # epoch's suffix: valid only below it.
@@ -139,22 +135,15 @@ def start_election(
         start = _latest(leader_rs)
     _must_truncate_to(s, leader, start)
     if epoch_record is not None:
-        on_epoch_record(s, epoch_record, t, config, emit)
+        on_epoch_record(s, epoch_record, t, emit)
     else:
         maybe_decide(s, t, config, emit)
 
 
-def on_epoch_record(
-    s: PartitionState, start: int, t: int, config: ModelConfig, emit: Emitter
-) -> None:
+def on_epoch_record(s: PartitionState, start: int, t: int, emit: Emitter) -> None:
     """The current epoch's start, from its leader: exact. Decides a pending election; after a
     verdict on a sample, reports the offsets that sample missed."""
-    for i in range(len(s.lineage) - 1, -1, -1):
-        e = s.lineage[i]
-        if e.epoch == s.leader_epoch:
-            if e.start_offset != start:
-                s.lineage[i] = e._replace(start_offset=start)
-            break
+    _set_lineage_start(s, s.leader_epoch, start)
     c = s.election
     if c is None or c.epoch != s.leader_epoch:
         return
@@ -172,10 +161,10 @@ def on_epoch_record(
         rs.leo = current
         if rs.observed_at <= c.at:  # no sample since: the record is its log end
             rs.leo, rs.suspect_leo = start, -1
-    if c.decided == "":
-        _decide(s, c, start, "epoch", t, config, emit)
+    if not c.on_sample:
+        _decide(s, c, start, "epoch", t, emit)
         return
-    if c.decided == "sample" and c.used >= 0:
+    if c.used >= 0:
         # Judged on a sample; the record says where the log really ended.
         valid = _valid(c, start)
         top = min(_valid(c, c.used), c.committed)
@@ -206,13 +195,11 @@ def maybe_decide(s: PartitionState, t: int, config: ModelConfig, emit: Emitter) 
     if c is None:
         return
     rs = s.replica_states.get(c.leader)
-    if c.decided == "sample":
+    if c.on_sample:
         _refine(s, c, rs, t, emit)
         return
-    if c.decided != "":
-        return
     if c.committed <= 0:
-        _decide(s, c, -1, "nothing committed", t, config, emit)
+        _decide(s, c, -1, "nothing committed", t, emit)
         return
     post = -1
     if rs is not None and rs.observed_at >= 0:
@@ -223,25 +210,25 @@ def maybe_decide(s: PartitionState, t: int, config: ModelConfig, emit: Emitter) 
     waited, committed = t - c.at, c.committed
     pre, pre_ok, post_ok = c.pre, _valid(c, c.pre) >= committed, _valid(c, post) >= committed
     if pre >= 0 and c.pre_drop:
-        _decide(s, c, pre, "sample", t, config, emit)  # a drop (a truncation) is believed
+        _decide(s, c, pre, "sample", t, emit)  # a drop (a truncation) is believed
     elif pre >= 0 and pre_ok and (c.clean or c.pre_certain):
-        _decide(s, c, pre, "sample", t, config, emit)  # it held everything committed
+        _decide(s, c, pre, "sample", t, emit)  # it held everything committed
     elif post >= 0 and (not post_ok or c.clean):
         # As leader it only appends: below C, a loss at least this large; at or above C
         # after a clean election, nothing lost (an ISR member holds what is committed).
         c.post_seen = True
-        _decide(s, c, post, "sample", t, config, emit)
+        _decide(s, c, post, "sample", t, emit)
     elif pre >= 0 and not pre_ok and not c.clean and waited >= config.epoch_record_wait_ms:
         # Unclean: a replica outside the ISR may well hold less than was committed; the
         # exact record is overdue, so the loss is judged on the sample (an upper bound).
         # A clean leader's sample below C is no evidence: an ISR member holds at least
         # every HW the leader reported before the sample -- unless the stamps are not
         # comparable (same round, two collectors' clocks), which is what it shows.
-        _decide(s, c, pre, "sample", t, config, emit)
+        _decide(s, c, pre, "sample", t, emit)
     elif waited >= config.election_evidence_wait_ms:
         # No evidence, or none that settles it (at or above C, sampled too close to an
         # unclean election to rule out what it appended since): the loss is unknown.
-        _decide(s, c, -1, "unknown", t, config, emit)
+        _decide(s, c, -1, "unknown", t, emit)
     else:
         emit.condition(
             K.ELECTION_PENDING,
@@ -295,11 +282,9 @@ def _decide(
     leo: int,
     basis: str,
     t: int,
-    config: ModelConfig,
     emit: Emitter,
 ) -> None:
     """The verdict: ``leo`` is the new leader's log end per ``basis`` (-1: unknown)."""
-    verdict: dict[str, Any] = {"basis": basis, "epoch": c.epoch}
     if basis == "unknown":
         emit.event(
             K.ELECTION_UNVERIFIED,
@@ -315,7 +300,6 @@ def _decide(
             },
             broker=c.leader,
         )
-        c.decided = basis
         s.election = None
     else:
         valid = _valid(c, leo) if leo >= 0 else -1
@@ -339,15 +323,10 @@ def _decide(
                     broker=c.leader,
                 )
             s.max_hw, s.max_hw_at = valid, t  # rebased on what the new leader holds
-        if basis != "nothing committed":
-            _set_lineage_start(s, c.epoch, leo if basis == "epoch" else -1)
-        verdict["lost"] = 0 if lost is None else lost[1] - lost[0]
-        c.decided, c.used = basis, leo
+        c.on_sample, c.used = basis == "sample", leo
         # After a verdict on a sample, a later epoch record may still refine it.
-        s.election = c if basis == "sample" else None
-    if emit.is_open(K.ELECTION_PENDING):
-        emit.condition(K.ELECTION_PENDING, False, t)
-    _ = config
+        s.election = c if c.on_sample else None
+    emit.condition(K.ELECTION_PENDING, False, t)
 
 
 def _emit_loss(

@@ -118,7 +118,7 @@ def tick(state: PartitionState, now: int, ctx: Context) -> list[Finding]:
         lambda: {"last_seen_at": state.last_seen, "silent_for_ms": silent_for},
     )
     _flapping(state, now, ctx, emit)
-    if state.election is not None and state.election.decided == "":
+    if state.election is not None and not state.election.on_sample:
         # An undecided election's waits may be over (what it decides is a finding: the
         # Spark operator keeps the state of partitions whose tick found something).
         election.maybe_decide(state, now, ctx.config, emit)
@@ -199,12 +199,12 @@ def _apply_meta(s: PartitionState, ev: PartitionMeta, ctx: Context, emit: Emitte
                 # Epoch bumped without a new leader (leader lost, or an older KRaft bumping
                 # the epoch on ISR changes): a new lineage entry, not an election.
                 start = s.leader_leo() if ev.leader is not None else -1
-                _append_lineage(s, EpochEntry(ev.leader_epoch, start, ev.leader, t), ctx)
+                s.append_lineage(EpochEntry(ev.leader_epoch, start, ev.leader, t), ctx.config)
         _isr_change(s, prev_isr, ev.isr, t, ctx, emit)
         s.isr = ev.isr
 
     if ev.epoch_start_offset is not None and ev.leader_epoch == s.leader_epoch:
-        election.on_epoch_record(s, ev.epoch_start_offset, t, ctx.config, emit)
+        election.on_epoch_record(s, ev.epoch_start_offset, t, emit)
     election.maybe_decide(s, t, ctx.config, emit)
     if ev.high_watermark is not None:
         _observe_hw(s, ev.high_watermark, t, ctx, emit)
@@ -217,10 +217,7 @@ def _forget_removed_replicas(s: PartitionState, t: int, emit: Emitter) -> None:
     if not s.replicas:
         return
     for b in [b for b in s.replica_states if b not in s.replicas]:
-        for key, cond in list(s.open.items()):
-            if cond.broker == b:
-                emit.condition(cond.kind, False, t, broker=b)
-                s.open.pop(key, None)
+        emit.resolve_all(t, broker=b)
         del s.replica_states[b]
 
 
@@ -248,9 +245,7 @@ def _new_incarnation(s: PartitionState, ev: PartitionMeta, t: int, emit: Emitter
             "committed_hw_before": s.max_hw,
         },
     )
-    for key, cond in list(s.open.items()):
-        emit.condition(cond.kind, False, t, broker=cond.broker)
-        s.open.pop(key, None)
+    emit.resolve_all(t)
     assert s.topic_id is not None
     s.retired_topic_ids = (*s.retired_topic_ids, s.topic_id)[-4:]
     _forget_incarnation(s)
@@ -270,12 +265,6 @@ def _forget_incarnation(s: PartitionState) -> None:
     s.replica_states.clear()
     s.leader_leo_history.clear()
     s.election = None
-
-
-def _append_lineage(s: PartitionState, entry: EpochEntry, ctx: Context) -> None:
-    s.lineage.append(entry)
-    if len(s.lineage) > ctx.config.lineage_limit:
-        del s.lineage[0]
 
 
 def _isr_change(

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from monitor.model.config import ModelConfig
 from monitor.model.findings import FindingKind, Severity
 
 
@@ -53,7 +54,6 @@ class ElectionCheck:
     committed_at: int
     #: By membership: the new leader was in the last ISR or ELR.
     clean: bool
-    leader_before: int | None
     leader_before_leo: int
     #: The new leader's log is valid only below this (-1: all of it): it held more than an
     #: earlier epoch's start and was never seen to truncate there or to rejoin the ISR.
@@ -74,8 +74,9 @@ class ElectionCheck:
     meta_before: int = -1
     #: Whether a sample of the new leader taken after the election has been applied.
     post_seen: bool = False
-    #: "" while pending; then the basis of the verdict ("epoch", "sample", ...).
-    decided: str = ""
+    #: Decided on a LEO sample, which a later epoch record may refine (every other verdict
+    #: ends the check: the partition state drops it).
+    on_sample: bool = False
     #: The LEO a verdict on a sample used.
     used: int = -1
 
@@ -163,6 +164,12 @@ class PartitionState:
     @property
     def key(self) -> tuple[str, str, int]:
         return (self.cluster, self.topic, self.partition)
+
+    def append_lineage(self, entry: EpochEntry, config: ModelConfig) -> None:
+        """A new epoch in the lineage, which keeps ``config.lineage_limit`` entries."""
+        self.lineage.append(entry)
+        if len(self.lineage) > config.lineage_limit:
+            del self.lineage[0]
 
     def leader_leo(self) -> int:
         """The current leader's last known LEO, or -1."""
