@@ -121,22 +121,45 @@ def parquet_source(spark: Any, path: str, files_per_trigger: int = 1) -> Any:
     )
 
 
-def build_operator_input(source: Any, buckets: int) -> Any:
+def build_operator_input(source: Any, buckets: int, max_ahead_ms: int | None = None) -> Any:
     """Validated, bucketed rows for the operator; invalid records on the dead bucket.
 
     One projection and one explode (no union: the validation plan is large, and a union
     would make the optimizer, which runs again for every micro-batch, handle it twice).
     Valid rows do not carry their bytes to Python; dead rows carry only bytes and reason.
+
+    With ``max_ahead_ms`` and a source with record timestamps (Kafka's), an event stamped
+    further ahead of its record is dead too (:mod:`monitor.model.stamps`): one stamp in the
+    future would make every later event of its partition late.
     """
     from pyspark.sql import functions as F
 
+    check_stamps = max_ahead_ms is not None and "timestamp" in source.columns
     src = source.select(
         F.col("value"),
         F.col("topic").alias("_src_topic"),
         F.col("partition").cast("long").alias("_src_partition"),
         F.col("offset").cast("long").alias("_src_offset"),
+        *([F.expr("unix_millis(timestamp)").alias("_src_ts")] if check_stamps else []),
     )
     v = schema.validate(src, raw="value")
+    if check_stamps:
+        ahead = F.col("observed_at") - F.col("_src_ts")
+        v = v.withColumn(
+            "reason",
+            F.when(
+                F.col("reason").isNull() & (ahead > F.lit(max_ahead_ms)),
+                F.concat(
+                    F.lit("observed_at "),
+                    F.col("observed_at").cast("string"),
+                    F.lit(" is "),
+                    ahead.cast("string"),
+                    F.lit(" ms ahead of its Kafka record's timestamp ("),
+                    F.col("_src_ts").cast("string"),
+                    F.lit(f"); at most {max_ahead_ms} ms (max_stamp_ahead_ms) is believed"),
+                ),
+            ).otherwise(F.col("reason")),
+        )
     ok = F.col("reason").isNull()
     is_global = F.col("kind").isin("topic_config", "broker")
     global_key = F.when(
@@ -189,7 +212,7 @@ def build_operator_input(source: Any, buckets: int) -> Any:
 
 def stateful(source: Any, cfg: StreamingConfig, cache_scope: str = "") -> Any:
     """The operator's output (findings, state rows, dead letters, stats) for a source."""
-    rows = build_operator_input(source, cfg.buckets)
+    rows = build_operator_input(source, cfg.buckets, cfg.model.max_stamp_ahead_ms)
     settings = OperatorSettings(
         buckets=cfg.buckets,
         tick_ms=cfg.tick_ms,

@@ -43,6 +43,8 @@ class Scenario:
     #: A routine operation (failover, restart, reassignment, recreation): no finding of it
     #: may be critical -- a page there is a false page.
     routine: bool = False
+    #: The lines the replay must reject, as {line number: a part of the reason}.
+    rejects: dict[int, str] = field(default_factory=dict)
 
     @property
     def path(self) -> Path:
@@ -514,6 +516,34 @@ def controller_counts_unclean_election() -> Timeline:
 #: Two incarnations of one topic name (Kafka's topic ids: 22 characters of base64url).
 TOPIC_ID_OLD = "kDqT6kqVQnC4mA8-cUxTwQ"
 TOPIC_ID_NEW = "Yx2Zt3PqRkWm0aBcDeFgHw"
+
+
+def future_stamped_event() -> Timeline:
+    """A 3-replica topic (min ISR 2) under load; in its third round one ``partition`` event
+    is stamped a year ahead (a collector whose clock jumped, or a bad producer). Then, on
+    time, the followers fall out of the ISR one by one and the leader goes offline. Each
+    round the brokers' own samples come first, as from the collector."""
+    tl = Timeline(topic="ahead")
+    tl.config(rf=3, min_isr=2)
+    hw = 1_000
+    isrs = [[1, 2, 3]] * 4 + [[1, 2], [1, 2], [1], [1]]
+    leo = {1: hw, 2: hw, 3: hw}
+    for i, isr in enumerate(isrs):
+        for b in (1, 2, 3):
+            leo[b] = hw if b in isr else leo[b]  # out of the ISR: stopped fetching
+            tl.broker(b)
+            tl.replica(b, leo=leo[b], hw=hw if b == 1 else None)
+        tl.advance(2)
+        tl.meta(leader=1, epoch=2, replicas=[1, 2, 3], isr=isr, hw=hw)
+        if i == 2:
+            year = 365 * 24 * 3600 * SECOND
+            tl.advance(year)
+            tl.meta(leader=1, epoch=2, replicas=[1, 2, 3], isr=isr, hw=hw)
+            tl.advance(-year)
+        tl.advance(5 * SECOND - 2)
+        hw += 100 if len(isr) > 1 else 0
+    tl.meta(leader=None, epoch=3, replicas=[1, 2, 3], isr=[1], hw=hw)
+    return tl
 
 
 def topic_recreated() -> Timeline:
@@ -1055,6 +1085,24 @@ SCENARIOS: list[Scenario] = [
             ("unclean_election", "witness", "controller_counter"),
             ("unclean_election", "counted", 1),
         ],
+    ),
+    Scenario(
+        "future_stamped_event",
+        "One event stamped a year ahead must not make every later event of its partition "
+        "late: it is rejected (a replay checks it against the other sources' stamps, the "
+        "job against its Kafka record's), and the ISR shrinking below min.insync.replicas "
+        "and the partition going offline are still reported (today: neither is, and the "
+        "partition's telemetry looks current for a year).",
+        future_stamped_event,
+        expect=[
+            "isr_shrink:event ahead/0 broker 3",
+            "isr_shrink:event ahead/0 broker 2",
+            "at_min_isr:open ahead/0",
+            "under_min_isr:open ahead/0",
+            "offline:open ahead/0",
+        ],
+        forbid=["stale_telemetry"],
+        rejects={23: "ahead of the newest stamp of cluster lab"},
     ),
     Scenario(
         "topic_recreated",

@@ -94,10 +94,9 @@ class SnapshotHook:
         apply_global_conditions(snap, findings)
         with snap.lock:
             h = snap.health
+            now_ms = int(time.time() * 1000)
             for v in views:
-                h.newest_observed_at[v.cluster] = max(
-                    h.newest_observed_at.get(v.cluster, 0), v.updated_at
-                )
+                h.saw(v.cluster, v.updated_at, now_ms)
             h.events_processed += int(batch.stats.get("accepted", 0))
             h.events_dead_lettered += int(batch.stats.get("dead_lettered", 0))
             h.last_batch_at = time.time()
@@ -200,9 +199,9 @@ class JobExporter:
         snap.record_findings(found)
         apply_global_conditions(snap, found)
         with snap.lock:
+            now_ms = int(time.time() * 1000)
             for v in views:
-                h = snap.health.newest_observed_at
-                h[v.cluster] = max(h.get(v.cluster, 0), v.updated_at)
+                snap.health.saw(v.cluster, v.updated_at, now_ms)
         log.info(
             "exporter: seeded %d partitions, %d findings from %s",
             len(views),

@@ -6,11 +6,14 @@ engine drives the model (the Spark job's driver, or an in-process model), read a
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from monitor.contract.state import BrokerView, OpenFinding, PartitionView, open_finding, view_of
-from monitor.model import ClusterModel, Finding, FindingState, Severity
+from monitor.model import ClusterModel, Finding, FindingState, ModelConfig, Severity
+
+_AHEAD_MS = ModelConfig().max_stamp_ahead_ms
 
 PKey = tuple[str, str, int]
 
@@ -25,6 +28,14 @@ class Health:
     events_dead_lettered: int = 0
     input_lag_records: int = -1
     running: bool = False
+
+    def saw(self, cluster: str, at_ms: int, now_ms: int) -> None:
+        """``cluster``'s newest telemetry is at least ``at_ms`` -- unless that is further
+        ahead of ``now_ms`` than the model believes (``max_stamp_ahead_ms``): a stamp in the
+        future never makes the telemetry look fresh (a row stored before the job rejected
+        such stamps, a clock that jumped)."""
+        if at_ms <= now_ms + _AHEAD_MS and at_ms > self.newest_observed_at.get(cluster, 0):
+            self.newest_observed_at[cluster] = at_ms
 
 
 class Snapshot:
@@ -87,9 +98,9 @@ class Snapshot:
                     bs.observed_at,
                     tuple(open_finding(c) for c in bs.open.values()),
                 )
+            now_ms = int(time.time() * 1000)
             for ps in model.partitions.values():
-                prev = self.health.newest_observed_at.get(ps.cluster, 0)
-                self.health.newest_observed_at[ps.cluster] = max(prev, ps.last_seen)
+                self.health.saw(ps.cluster, ps.last_seen, now_ms)
 
     def expire(self, now_ms: int) -> None:
         """Forget one-off findings older than the retention."""

@@ -56,6 +56,11 @@ class ModelConfig:
     #: after it has been reported this long without a gap or a drop: a restarted controller
     #: replays the metadata log and may count old elections again while it starts.
     counter_warmup_ms: int = 30_000
+    #: An event stamped further ahead than this of an independent clock -- its Kafka
+    #: record's timestamp in the job, the other sources' newest stamp in a replay -- is
+    #: rejected (:mod:`monitor.model.stamps`): one stamp in the future would make every later
+    #: event of its source late.
+    max_stamp_ahead_ms: int = 60_000
 
     def __post_init__(self) -> None:
         """Every threshold checked here, once: the Spark job's settings *are* this class, so
@@ -65,7 +70,7 @@ class ModelConfig:
             ("flapping_window_ms", 1), ("flapping_elections", 2), ("leo_history", 2),
             ("lineage_limit", 1), ("default_min_insync_replicas", 1), ("clock_skew_ms", 0),
             ("epoch_record_wait_ms", 0), ("election_evidence_wait_ms", 1),
-            ("counter_warmup_ms", 0),
+            ("counter_warmup_ms", 0), ("max_stamp_ahead_ms", 0),
         ):  # fmt: skip
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:

@@ -8,6 +8,11 @@ older than what was already released is applied late, and the model ignores it a
 as the Spark job does with an event older than what it applied. Memory: the events of one
 window, whatever the file's size. Files written in that order (``monitor collect --out``,
 ``tests/data/``) replay exactly as they stand.
+
+Stamps: an event stamped further ahead of the stream's other sources than the model's
+``max_stamp_ahead_ms`` is rejected with a reason, as the job dead-letters one ahead of its
+Kafka record (:mod:`monitor.model.stamps`): one stamp in the future must not make every
+later event of its partition late.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from dataclasses import dataclass, field
 from monitor.contract.events import EventError, parse_event, to_model
 from monitor.model import ClusterModel, Finding, ModelEvent
 from monitor.model.order import event_order
+from monitor.model.stamps import StampGuard
 
 
 @dataclass
@@ -56,12 +62,25 @@ def replay(
     next_tick = -1
     now = -1
     buffer: list[tuple[int, int, int, ModelEvent]] = []  # (observed_at, rank, line, event)
+    guard = StampGuard(model.config.max_stamp_ahead_ms)
 
     def emit(findings: list[Finding]) -> None:
         for f in findings:
             stats.findings += 1
             stats.by_state[f.state.value] = stats.by_state.get(f.state.value, 0) + 1
             on_finding(f)
+
+    line_of: dict[int, int] = {}  # id(event) -> its line, until the guard decides it
+
+    def release(decided: list[tuple[ModelEvent, str | None]]) -> None:
+        for ev, reason in decided:
+            lineno = line_of.pop(id(ev))
+            if reason is None:
+                apply(ev)
+            else:
+                stats.accepted -= 1
+                stats.rejected += 1
+                on_reject(lineno, reason)
 
     def apply(event: ModelEvent) -> None:
         nonlocal next_tick, now
@@ -84,12 +103,14 @@ def replay(
             on_reject(lineno, str(e))
             continue
         stats.accepted += 1
+        line_of[id(event)] = lineno
         heapq.heappush(buffer, (*event_order(event), lineno, event))
         horizon = event.observed_at - reorder_ms
         while buffer and buffer[0][0] < horizon:
-            apply(heapq.heappop(buffer)[3])
+            release(guard.admit(heapq.heappop(buffer)[3]))
     while buffer:
-        apply(heapq.heappop(buffer)[3])
+        release(guard.admit(heapq.heappop(buffer)[3]))
+    release(guard.flush())
     if now >= 0:
         emit(model.tick(now))
     return stats

@@ -142,3 +142,17 @@ def test_metrics_server_binds_where_configured() -> None:
         assert b"kafka_replication_partitions" in body
     finally:
         server.stop()
+
+
+def test_a_stamp_in_the_future_never_makes_telemetry_fresh() -> None:
+    """A state row stamped an hour ahead (stored before the job rejected such stamps, or
+    from a clock that jumped) is not the newest telemetry: the age stays that of the real
+    rows, and a view 10 minutes old is not up."""
+    _, snap = _load("healthy_steady_state.jsonl")
+    now_ms = 1_800_000_000_000
+    snap.health.saw("lab", now_ms - 600_000, now_ms)  # the real newest: 10 minutes old
+    snap.health.saw("lab", now_ms + 3_600_000, now_ms)  # an hour ahead: not believed
+    snap.health.saw("lab", now_ms - 900_000, now_ms)  # older than the newest: no change
+    s = _samples(_scrape(snap, now=now_ms / 1000))
+    assert s["kafka_replication_monitor_telemetry_age_seconds"] == [({"cluster": "lab"}, 600.0)]
+    assert s["kafka_replication_monitor_up"][0][1] == 0

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from monitor.contract.events import to_model, validate_event
 from monitor.model import ClusterModel, Finding, ModelConfig
+from monitor.model.stamps import StampGuard
 from tests.scenarios import SCENARIOS, Scenario
 
 #: One-off findings a distortion could fake (or hide): they must match the clean replay.
@@ -37,9 +38,16 @@ def _events(sc: Scenario) -> list[dict[str, Any]]:
 
 def _guarded(sc: Scenario, events: list[dict[str, Any]]) -> Counter[tuple[str, Any]]:
     model = ClusterModel(ModelConfig(**sc.config))
+    # As every driver does: an event stamped ahead of the other sources is not applied.
+    guard = StampGuard(model.config.max_stamp_ahead_ms)
     out: list[Finding] = []
     for ev in events:
-        out.extend(model.apply(to_model(validate_event(ev))))
+        for admitted, reason in guard.admit(to_model(validate_event(ev))):
+            if reason is None:
+                out.extend(model.apply(admitted))
+    for admitted, reason in guard.flush():
+        if reason is None:
+            out.extend(model.apply(admitted))
     return Counter((str(f.kind), f.topic) for f in out if str(f.kind) in GUARDED)
 
 

@@ -22,8 +22,10 @@ def run(sc: Scenario) -> list[Finding]:
         findings.append,
         lambda n, r: rejects.append((n, r)),
     )
-    assert rejects == [], rejects
-    assert stats.accepted == stats.lines > 0
+    # Exactly the lines the scenario says, each for its reason.
+    assert sorted(n for n, _ in rejects) == sorted(sc.rejects), rejects
+    assert all(sc.rejects[n] in reason for n, reason in rejects), rejects
+    assert stats.accepted + len(rejects) == stats.lines > 0
     return findings
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from monitor.model import ClusterModel, Finding, ModelConfig
+from monitor.model import ClusterModel, Finding, ModelConfig, ModelEvent
 from monitor.query.replay import replay
 
 
@@ -53,8 +53,14 @@ def renamed(lines: Iterable[bytes], cluster: str) -> list[bytes]:
 
 
 def replay_ids(
-    records: Sequence[bytes], config: ModelConfig, tick_ms: int = 10**15
+    records: Sequence[bytes],
+    config: ModelConfig,
+    tick_ms: int = 10**15,
+    applied: list[ModelEvent] | None = None,
+    rejected: int = 0,
 ) -> list[Finding]:
+    """The replay's findings; ``applied`` receives the events it applied. Exactly
+    ``rejected`` records must be rejected (stamped ahead of the others)."""
     findings: list[Finding] = []
     rejects: list[Any] = []
     replay(
@@ -63,8 +69,9 @@ def replay_ids(
         findings.append,
         lambda n, r: rejects.append(r),
         tick_ms,
+        on_applied=None if applied is None else applied.append,
     )
-    assert not rejects, rejects
+    assert len(rejects) == rejected, rejects
     return findings
 
 
@@ -78,19 +85,17 @@ def run_to_idle(job: Any, timeout_s: float = 300.0) -> None:
         raise AssertionError(f"query failed: {job.query.exception()}")
 
 
-def event_driven(records: Sequence[bytes], config: ModelConfig) -> list[Finding]:
+def event_driven(records: Sequence[bytes], config: ModelConfig, rejected: int = 0) -> list[Finding]:
     """``monitor.query.replay.replay``'s findings without those of its final tick.
 
-    The final tick's findings are found by applying the same events to a second model and
-    ticking it once at the same instant.
+    The final tick's findings are found by applying the events the replay applied to a
+    second model and ticking it once at the same instant.
     """
-    from monitor.contract.events import parse_event, to_model
-
-    found = replay_ids(records, config)
+    applied: list[ModelEvent] = []
+    found = replay_ids(records, config, applied=applied, rejected=rejected)
     model = ClusterModel(config)
     now = -1
-    for r in records:
-        ev = to_model(parse_event(r))
+    for ev in applied:
         model.apply(ev)
         now = max(now, ev.observed_at)
     final = {f.id for f in model.tick(now)}

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,12 +27,38 @@ def _key(raw: bytes) -> bytes | None:
     return None
 
 
-def produce_events(bootstrap: str, topic: str, records: Iterable[bytes]) -> int:
+def publish_times(records: Sequence[bytes]) -> list[int | None]:
+    """When a collector would have published each record: when it observed it -- unless the
+    stamp jumped more than a day past the previous record's (its clock jumped): then at the
+    previous record's time. None where the record has no stamp (the producer's clock)."""
+    out: list[int | None] = []
+    last: int | None = None
+    for raw in records:
+        try:
+            at = json.loads(raw).get("observed_at")
+        except (ValueError, AttributeError):
+            at = None
+        if isinstance(at, int) and not isinstance(at, bool):
+            last = at if last is None or at <= last + 86_400_000 else last
+            out.append(last)
+        else:
+            out.append(last)
+    return out
+
+
+def produce_events(
+    bootstrap: str,
+    topic: str,
+    records: Iterable[bytes],
+    timestamps: Sequence[int | None] | None = None,
+) -> int:
+    """Produce ``records`` (with these record timestamps, where given); how many."""
     producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=20)
     n = 0
     try:
-        for raw in records:
-            producer.send(topic, value=raw, key=_key(raw))
+        for i, raw in enumerate(records):
+            ts = timestamps[i] if timestamps is not None else None
+            producer.send(topic, value=raw, key=_key(raw), timestamp_ms=ts)
             n += 1
         producer.flush(60)
     finally:

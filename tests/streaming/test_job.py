@@ -70,7 +70,9 @@ def _run(
 def test_job_equals_replay_on_seed_scenarios(spark: Any, tmp_path: Path, buckets: int) -> None:
     golden: list[str] = []
     groups: dict[tuple[tuple[str, Any], ...], list[Any]] = {}
-    for sc in SCENARIOS:
+    # A scenario with a stamp ahead of its time needs record times (a Kafka source's) for
+    # the job to reject it: test_kafka.py runs it through Kafka.
+    for sc in (s for s in SCENARIOS if not s.rejects):
         groups.setdefault(tuple(sorted(sc.config.items())), []).append(sc)
     for gi, (key, scenarios) in enumerate(groups.items()):
         model = ModelConfig(**dict(key))

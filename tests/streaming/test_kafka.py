@@ -19,22 +19,26 @@ from streaming.config import StreamingConfig
 from streaming.job import start
 from tests.scenarios import SCENARIOS
 from tests.streaming.helpers import event_driven, renamed
-from tests.streaming.kafka_io import findings_by_id, produce_events, read_all
+from tests.streaming.kafka_io import findings_by_id, produce_events, publish_times, read_all
 
 pytestmark = [pytest.mark.spark, pytest.mark.lab]
 
+#: The stamp of future_stamped_event's event a year ahead.
+AHEAD_AT = 1_731_536_010_002
 GARBAGE = b'{"schema_version":1,"kind":"replica","cluster":"lab","observed_at":"soon"}'
 
 
 def scenario_feed() -> tuple[list[bytes], list[str]]:
-    """Records (two scenarios, a malformed record between them) and the expected ids."""
-    names = ["unclean_election", "under_min_isr_and_recovery"]
-    first, second = (
+    """Records (three scenarios, a malformed record between the first two) and the
+    expected ids. The third has one event stamped a year ahead of its Kafka record
+    (:func:`kafka_io.publish_times`): dead-lettered, and the findings after it still come."""
+    names = ["unclean_election", "under_min_isr_and_recovery", "future_stamped_event"]
+    first, second, third = (
         renamed(next(s for s in SCENARIOS if s.name == n).path.read_bytes().splitlines(), n)
         for n in names
     )
-    expected = [f.id for f in event_driven(first + second, ModelConfig())]
-    return [*first, GARBAGE, b"", *second], expected
+    expected = [f.id for f in event_driven(first + second + third, ModelConfig(), rejected=1)]
+    return [*first, GARBAGE, b"", *second, *third], expected
 
 
 def kafka_config(tmp: Path, bootstrap: str, topics: dict[str, str], **kw: Any) -> StreamingConfig:
@@ -62,8 +66,15 @@ def check_outputs(
     assert len(written) == len(expected)
     kinds = {f["kind"] for f in findings.values()}
     assert {"unclean_election", "committed_data_loss", "under_min_isr"} <= kinds
+    # After the event stamped a year ahead, its partition's ISR shrinks and it goes offline.
+    ahead = {f["kind"] for f in findings.values() if f["cluster"] == "future_stamped_event"}
+    assert {"isr_shrink", "under_min_isr", "offline"} <= ahead, ahead
     dead = read_all(bootstrap, topics["deadletter"])
-    assert sorted(r.value for r in dead) == sorted([GARBAGE, b""])
+    stamped = [r for r in dead if r.value not in (GARBAGE, b"")]
+    assert sorted(r.value for r in dead if r not in stamped) == sorted([GARBAGE, b""])
+    assert len(stamped) == 1
+    assert json.loads(stamped[0].value)["observed_at"] == AHEAD_AT
+    assert b"ms ahead of its Kafka record's timestamp" in stamped[0].headers["reason"]
     by_value = {r.value: r for r in dead}
     assert (
         by_value[GARBAGE]
@@ -92,7 +103,7 @@ def test_kafka_end_to_end(
 ) -> None:
     bootstrap = kafka_lab.bootstrap_servers
     records, expected = scenario_feed()
-    produced = produce_events(bootstrap, topics["events"], records)
+    produced = produce_events(bootstrap, topics["events"], records, publish_times(records))
     job = start(spark, kafka_config(tmp_path, bootstrap, topics))
     try:
         job.drain(timeout_s=300)
@@ -100,13 +111,17 @@ def test_kafka_end_to_end(
         job.stop()
     check_outputs(bootstrap, topics, expected, produced)
     c = job.counters
-    assert (c.accepted, c.dead_lettered) == (produced - 2, 2)  # counts reconcile
+    assert (c.accepted, c.dead_lettered) == (produced - 3, 3)  # counts reconcile
     assert produced == len(records)
     # The state store has every touched partition; DuckDB reads the latest row of each.
     from monitor.query.store import StoreReader
 
     state = StoreReader(tmp_path / "store").current()
-    assert {(r["topic"], r["partition"]) for r in state} == {("unclean", 0), ("minisr", 0)}
+    assert {(r["topic"], r["partition"]) for r in state} == {
+        ("unclean", 0),
+        ("minisr", 0),
+        ("ahead", 0),
+    }
     unclean = next(r for r in state if r["topic"] == "unclean")
     assert [e["epoch"] for e in unclean["lineage"]][-1] == unclean["leader_epoch"]
     assert json.loads(json.dumps(unclean))  # plain data

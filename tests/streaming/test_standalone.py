@@ -22,7 +22,7 @@ import pytest
 
 from streaming.package import build_pyfiles_zip
 from streaming.session import kafka_jars
-from tests.streaming.kafka_io import produce_events
+from tests.streaming.kafka_io import produce_events, publish_times
 from tests.streaming.test_kafka import check_outputs, scenario_feed
 
 pytestmark = [pytest.mark.spark, pytest.mark.lab]
@@ -111,7 +111,7 @@ def test_kafka_end_to_end_on_standalone_cluster(
     url, env = standalone
     bootstrap = kafka_lab.bootstrap_servers
     records, expected = scenario_feed()
-    produced = produce_events(bootstrap, topics["events"], records)
+    produced = produce_events(bootstrap, topics["events"], records, publish_times(records))
     pyfiles = build_pyfiles_zip(tmp_path / "monitor-py.zip")
     cmd = [
         str(_spark_home() / "bin" / "spark-submit"),

@@ -1,0 +1,127 @@
+"""Which event stamps to believe: one event stamped in the future must not blind a partition.
+
+The model applies a source's events in the order of their stamps and ignores an event older
+than one it already applied (late: :mod:`monitor.model.order`). So one event stamped ahead
+-- a collector whose clock jumped, a bad producer -- would make every later, real event of
+its partition late: the partition could shrink its ISR and go offline with no finding, and
+the newest stamp (freshness) would say the telemetry is current while it is an hour old.
+
+So a stamp is checked against a clock the event's own source does not set, before the model
+sees the event:
+
+* the Spark job checks each event against its Kafka record's timestamp
+  (``streaming/job.py``; with ``message.timestamp.type=LogAppendTime`` on the events topic
+  that is the broker's clock) and dead-letters an event stamped further ahead than
+  ``ModelConfig.max_stamp_ahead_ms``;
+* a replay has no record times: :class:`StampGuard` holds an event stamped further ahead
+  than that of everything admitted so far in its cluster (a jump -- or the very first
+  events) as suspect, until an event of *another* source (the cluster's metadata reads,
+  each broker's exporter page) stamped near it agrees. A jump no other source confirms is
+  rejected with a reason; a stream that really resumed after a gap is confirmed by its next
+  round.
+
+>>> from monitor.model.events import BrokerReport, PartitionMeta
+>>> g = StampGuard(ahead_ms=60_000)
+>>> g.admit(BrokerReport("c", 1_000, broker=1, alive=True))  # the first event: held
+[]
+>>> meta = PartitionMeta("c", 1_002, "t", 0, leader=1, leader_epoch=0, replicas=(1,), isr=(1,))
+>>> [(type(e).__name__, reason) for e, reason in g.admit(meta)]  # another source agrees
+[('BrokerReport', None), ('PartitionMeta', None)]
+>>> g.admit(BrokerReport("c", 3_600_000, broker=1, alive=True))  # an hour ahead: held
+[]
+>>> [reason.split(";")[0] for _, reason in g.flush()]  # nothing confirmed it
+['observed_at 3600000 is 3598998 ms ahead of the newest stamp of cluster c (1002)']
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from monitor.model.events import BrokerReport, ModelEvent, ReplicaReport
+
+#: Who stamped an event: a cluster's metadata reads, or one broker's exporter page.
+Source = tuple[str, int]
+_METADATA = -1
+#: Suspect events held per cluster beyond this many are admitted unchecked (a stream where
+#: one source alone goes on after a gap has nothing to confirm it).
+HOLD_LIMIT = 1_000
+
+Decided = list[tuple[ModelEvent, str | None]]
+
+
+def source_of(event: ModelEvent) -> Source:
+    """``(cluster, broker)`` for a broker's own reports (``replica``, ``broker``), else
+    ``(cluster, -1)``: the metadata reads (``partition``, ``topic_config``)."""
+    if isinstance(event, ReplicaReport | BrokerReport):
+        return (event.cluster, event.broker)
+    return (event.cluster, _METADATA)
+
+
+@dataclass
+class _Cluster:
+    newest: int = -1  # the newest admitted stamp (-1: nothing admitted yet)
+    held: list[ModelEvent] = field(default_factory=list)
+
+
+class StampGuard:
+    """Admits the events of a stream whose stamps another source vouches for.
+
+    :meth:`admit` returns the events it decides, in the order to apply them:
+    ``(event, None)`` to apply, ``(event, reason)`` rejected; :meth:`flush`, at the end of
+    the stream, decides what is still held.
+    """
+
+    def __init__(self, ahead_ms: int) -> None:
+        self.ahead_ms = ahead_ms
+        self.clusters: dict[str, _Cluster] = {}
+
+    def admit(self, event: ModelEvent) -> Decided:
+        c = self.clusters.setdefault(event.cluster, _Cluster())
+        if c.newest >= 0 and event.observed_at <= c.newest + self.ahead_ms:
+            return self._accept(c, event)
+        # A jump (or the first events): does an event of another source, held, agree?
+        source = source_of(event)
+        near = [
+            e
+            for e in c.held
+            if source_of(e) != source and abs(e.observed_at - event.observed_at) <= self.ahead_ms
+        ]
+        if not near:
+            c.held.append(event)
+            if len(c.held) <= HOLD_LIMIT:
+                return []
+            held, c.held = c.held, []
+            c.newest = max(c.newest, *(e.observed_at for e in held))
+            return [(e, None) for e in held]
+        c.newest = max(c.newest, event.observed_at, *(e.observed_at for e in near))
+        return self._accept(c, event)
+
+    def _accept(self, c: _Cluster, event: ModelEvent) -> Decided:
+        """Admit ``event``, then what was held that is no longer ahead of the newest."""
+        c.newest = max(c.newest, event.observed_at)
+        out: Decided = [(e, None) for e in c.held if e.observed_at <= c.newest + self.ahead_ms]
+        c.held = [e for e in c.held if e.observed_at > c.newest + self.ahead_ms]
+        out.append((event, None))
+        return out
+
+    def flush(self) -> Decided:
+        """At the end of the stream: a held jump no other source confirmed is rejected; the
+        events of a cluster that admitted nothing at all have nothing to be checked against
+        and are admitted."""
+        out: Decided = []
+        for name, c in self.clusters.items():
+            for e in c.held:
+                if c.newest < 0:
+                    out.append((e, None))
+                    continue
+                out.append(
+                    (
+                        e,
+                        f"observed_at {e.observed_at} is {e.observed_at - c.newest} ms ahead of "
+                        f"the newest stamp of cluster {name} ({c.newest}); no other source "
+                        f"confirmed it, and at most {self.ahead_ms} ms (max_stamp_ahead_ms) is "
+                        "believed",
+                    )
+                )
+            c.held = []
+        return out
