@@ -161,9 +161,11 @@ def build_operator_input(source: Any, buckets: int, max_ahead_ms: int | None = N
             ).otherwise(F.col("reason")),
         )
     ok = F.col("reason").isNull()
-    is_global = F.col("kind").isin("topic_config", "broker")
+    # Topic and broker events go to every bucket (each holds some of a topic's partitions);
+    # a topic's own findings come from the bucket owning "cluster/topic/<topic>".
+    is_global = F.col("kind").isin("topic_config", "topic_deleted", "broker")
     global_key = F.when(
-        F.col("kind") == "topic_config", F.concat_ws("/", "cluster", F.lit("topic"), "topic")
+        F.col("kind") != "broker", F.concat_ws("/", "cluster", F.lit("topic"), "topic")
     ).otherwise(F.concat_ws("/", "cluster", F.lit("broker"), F.col("broker").cast("string")))
     # Rows are grouped by bucket *key* (operator.bucket_keys: keys that spread evenly over the
     # shuffle partitions); the operator maps a key back to its index 0..N-1.

@@ -71,6 +71,7 @@ from monitor.model import (
     PartitionMeta,
     ReplicaReport,
     TopicConfigReport,
+    TopicDeleted,
 )
 from monitor.model.order import KIND_RANK
 from monitor.model.state import (
@@ -157,12 +158,14 @@ def bucket_index(buckets: int) -> dict[int, int]:
 SEP = "\x1f"
 KIND_CODES: dict[str, str] = {
     "topic_config": "t",
+    "topic_deleted": "d",
     "broker": "b",
     "partition": "p",
     "replica": "r",
 }
 _CLASSES: dict[str, type] = {
     "topic_config": TopicConfigReport,
+    "topic_deleted": TopicDeleted,
     "broker": BrokerReport,
     "partition": PartitionMeta,
     "replica": ReplicaReport,
@@ -237,14 +240,16 @@ class Delta:
     """What changed in a bucket in one micro-batch: its bookkeeping and the dirty states."""
 
     header: tuple[Any, ...]
-    partitions: dict[tuple[str, str, int], PartitionState]
-    topics: dict[tuple[str, str], TopicState]
+    #: None: forgotten (its topic was deleted).
+    partitions: dict[tuple[str, str, int], PartitionState | None]
+    topics: dict[tuple[str, str], TopicState | None]
     brokers: dict[tuple[str, int], BrokerState]
 
     def apply_to(self, bucket: Bucket) -> None:
         for name, value in zip(HEADER_FIELDS, self.header, strict=True):
             setattr(bucket, name, value)
         bucket.model.restore(self.partitions, self.topics, self.brokers)
+        bucket.model.deleted = dict(bucket.extra.get("deleted", {}))
 
 
 # --- serialisation ---------------------------------------------------------------------------
@@ -551,10 +556,13 @@ class BucketStore:
     def save(
         self,
         state: Bucket,
-        partitions: dict[tuple[str, str, int], PartitionState],
-        topics: dict[tuple[str, str], TopicState],
+        partitions: dict[tuple[str, str, int], PartitionState | None],
+        topics: dict[tuple[str, str], TopicState | None],
     ) -> int:
         """Write the batch's delta (and a snapshot when due); return the bytes stored."""
+        if state.model.deleted or "deleted" in state.extra:
+            # The model's tombstones travel in the header (a delta carries no model field).
+            state.extra["deleted"] = dict(state.model.deleted)
         old = self.meta
         tag = uuid.uuid4().hex
         if old is None:  # a new bucket: a snapshot, no delta (nobody can be behind)
@@ -623,6 +631,17 @@ class Outputs:
                 bucket=bucket,
             )
 
+    def tombstones(self, bucket: int, gone: list[tuple[PartitionState, int]], seq: int) -> None:
+        """A state row marking each forgotten partition deleted (readers skip it)."""
+        for ps, at in gone:
+            self.add(
+                out="state",
+                key=f"{ps.cluster}/{ps.topic}/{ps.partition}",
+                value=state_json(ps, None, deleted_at=at).encode(),
+                bucket=bucket,
+                seq=seq,
+            )
+
     def states(
         self, bucket: int, states: list[PartitionState], model: ClusterModel, seq: int
     ) -> None:
@@ -644,6 +663,24 @@ class Outputs:
         import pandas as pd  # type: ignore[import-untyped]
 
         return pd.DataFrame(self.cols, columns=list(self.COLUMNS))
+
+
+def _forgotten(
+    model: ClusterModel,
+    partitions: dict[tuple[str, str, int], PartitionState | None],
+    topics: dict[tuple[str, str], TopicState | None],
+) -> list[tuple[PartitionState, int]]:
+    """What the model forgot in this call (deleted topics): ``None`` in the delta's
+    ``partitions`` and ``topics``; the partitions, for their tombstone rows."""
+    gone, gone_topics = model.take_forgotten()
+    # (a topic deleted and listed again in one call is a new history, not gone)
+    gone = [(ps, at) for ps, at in gone if ps.key not in model.partitions]
+    for ps, _ in gone:
+        partitions[ps.key] = None
+    for tk in gone_topics:
+        if tk not in model.topics:
+            topics[tk] = None
+    return gone
 
 
 def row_seq(state: Bucket) -> int:
@@ -696,6 +733,14 @@ class BucketProcessor(StatefulProcessor):
     def _load(self, store: BucketStore) -> Bucket:
         state = store.load()
         self.loaded.append(store.loaded)
+        # The thresholds are the job's settings, not the checkpoint's: a restart with new
+        # settings judges with them (and a model pickled before a setting existed gets it).
+        try:
+            same = state.model.config == self.settings.model
+        except AttributeError:
+            same = False
+        if not same:
+            state.model.reconfigure(self.settings.model)
         return state
 
     def _ensure_timer(self, state: Bucket, now: int) -> None:
@@ -737,8 +782,8 @@ class BucketProcessor(StatefulProcessor):
         prof.mark(f"load_{store.loaded}")
         model = state.model
         n_events = n_dup = n_owned = 0
-        touched: dict[tuple[str, str, int], PartitionState] = {}
-        topics: dict[tuple[str, str], TopicState] = {}
+        touched: dict[tuple[str, str, int], PartitionState | None] = {}
+        topics: dict[tuple[str, str], TopicState | None] = {}
         findings: list[Finding] = []
         max_obs = state.input_max_observed if state.input_batch_ts == now else -1
         for pdf in rows:
@@ -756,17 +801,20 @@ class BucketProcessor(StatefulProcessor):
                     before = model.topics.get(tk)
                     config = before.config if before is not None else None
                     found = model.apply(ev)
-                    ts = topics[tk] = model.topics[tk]
-                    if ts.config != config:  # the topic's partitions were re-judged
-                        for pk, ps in model.partitions.items():
-                            if pk[0] == tk[0] and pk[1] == tk[1]:
-                                touched[pk] = ps
+                    ts = model.topics.get(tk)  # None: the topic is deleted
+                    if ts is not None:
+                        topics[tk] = ts
+                        if ts.config != config:  # the topic's partitions were re-judged
+                            for pk, ps in model.partitions.items():
+                                if pk[0] == tk[0] and pk[1] == tk[1]:
+                                    touched[pk] = ps
                 else:
                     found = model.apply(ev)
-                    if not isinstance(ev, BrokerReport):
+                    if isinstance(ev, PartitionMeta | ReplicaReport):
                         k = (ev.cluster, ev.topic, ev.partition)
-                        if k not in touched:
-                            touched[k] = model.partitions[k]
+                        now_ps = model.partitions.get(k)  # None: its topic is deleted
+                        if now_ps is not None:
+                            touched[k] = now_ps
                 if found:
                     findings.extend(found)
                 if ev.observed_at > max_obs:
@@ -776,11 +824,14 @@ class BucketProcessor(StatefulProcessor):
         state.events += n_events
         state.duplicates += n_dup
         self._ensure_timer(state, now)
+        gone = _forgotten(model, touched, topics)
         size = store.save(state, touched, topics)
         prof.mark("save")
         out.findings(bucket, findings)
         if self.settings.emit_state:
-            out.states(bucket, list(touched.values()), model, row_seq(state))
+            live = [ps for ps in touched.values() if ps is not None]
+            out.states(bucket, live, model, row_seq(state))
+            out.tombstones(bucket, gone, row_seq(state))
         prof.mark("outputs")
         out.add(
             out="stats",
@@ -829,13 +880,19 @@ class BucketProcessor(StatefulProcessor):
             for f in findings
             if f.topic is not None and f.partition is not None
         }
-        changed = {k: ps for k, ps in model.partitions.items() if ps.open or k in keys}
-        store.save(state, changed, {})
+        changed: dict[tuple[str, str, int], PartitionState | None] = {
+            k: ps for k, ps in model.partitions.items() if ps.open or k in keys
+        }
+        topics: dict[tuple[str, str], TopicState | None] = {}
+        gone = _forgotten(model, changed, topics)
+        store.save(state, changed, topics)
         out.findings(bucket, findings)
-        if self.settings.emit_state and keys:
+        keys = {k for k in keys if k in model.partitions}
+        if self.settings.emit_state and (keys or gone):
             out.states(bucket, [model.partitions[k] for k in keys], model, row_seq(state))
+            out.tombstones(bucket, gone, row_seq(state))
             # (the sink counts state rows from stats rows; a tick's has no events)
-            out.add(out="stats", bucket=bucket, n_events=0, n_states=len(keys))
+            out.add(out="stats", bucket=bucket, n_events=0, n_states=len(keys) + len(gone))
 
     def close(self) -> None:
         pass

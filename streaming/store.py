@@ -69,7 +69,8 @@ def write_findings_locally(store: Path, batch_id: int, rows: list[tuple[Any, ...
 
 
 def compact(store: str, upto_batch: int) -> int:
-    """Fold batches ``<= upto_batch`` into the snapshot (latest row per partition); return rows.
+    """Fold batches ``<= upto_batch`` into the snapshot (latest row per partition, tombstones
+    of deleted topics left out); return rows.
 
     History older than the snapshot is dropped. Call it only for batches the query has
     committed (a replayed batch rewrites only the newest, uncommitted batch folder).
@@ -90,7 +91,8 @@ def compact(store: str, upto_batch: int) -> int:
     con.execute(
         f"COPY (SELECT * EXCLUDE (rn) FROM (SELECT *, row_number() OVER (PARTITION BY cluster, "
         f"topic, partition ORDER BY {NEWEST_FIRST}) AS rn FROM ({src}) "
-        f"WHERE batch_id <= {int(upto_batch)}) WHERE rn = 1) TO '{tmp}' (FORMAT parquet)"
+        f"WHERE batch_id <= {int(upto_batch)}) WHERE rn = 1 AND deleted_at IS NULL) "
+        f"TO '{tmp}' (FORMAT parquet)"
     )
     n = int(con.execute(f"SELECT count(*) FROM read_parquet('{tmp}')").fetchone()[0])
     tmp.replace(final)

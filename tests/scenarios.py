@@ -546,6 +546,67 @@ def future_stamped_event() -> Timeline:
     return tl
 
 
+def _round(tl: Timeline, topic: str, hw: int, isr: list[int], meta: bool = True) -> None:
+    """One collector round of an RF 3 topic led by broker 1: samples, then metadata."""
+    for b in (1, 2, 3):
+        # out of the ISR: stopped fetching at 1000
+        tl.replica(b, leo=hw if b in isr else min(hw, 1000), hw=hw if b == 1 else None, topic=topic)
+    tl.advance(2)
+    if meta:
+        tl.meta(leader=1, epoch=1, replicas=[1, 2, 3], isr=isr, hw=hw, topic=topic)
+    tl.advance(-2)
+
+
+def topic_deleted() -> Timeline:
+    """Two topics; broker 3 has fallen out of the ISR of ``gone`` (under-replicated, at
+    min ISR). ``gone`` is deleted: the collector's metadata read no longer lists it and it
+    says so. A replica sample of ``gone`` taken before the deletion arrives after it. The
+    other topic goes on for three minutes; then ``gone`` is created again, offsets from 0."""
+    tl = Timeline(topic="gone")
+    tl.config(rf=3, min_isr=2)
+    tl.config(rf=3, min_isr=2, topic="kept")
+    for i in range(4):
+        _round(tl, "gone", 1_000 + 100 * i, [1, 2] if i >= 1 else [1, 2, 3])
+        _round(tl, "kept", 500 + 100 * i, [1, 2, 3])
+        tl.advance(5 * SECOND)
+    tl.advance(-SECOND)
+    late = tl.replica(3, leo=1_000, topic="gone")  # sampled before the deletion...
+    tl.events.remove(late)
+    tl.advance(SECOND)
+    tl.deleted()
+    for i in range(36):
+        tl.advance(5 * SECOND)
+        if i % 6 == 0:
+            tl.config(rf=3, min_isr=2, topic="kept")
+        _round(tl, "kept", 900 + 100 * i, [1, 2, 3])
+        if i == 1:
+            tl.events.append(late)  # ...arrives two rounds after it
+    tl.advance(5 * SECOND)
+    tl.config(rf=3, min_isr=2)
+    for i in range(3):  # created again: a new history
+        _round(tl, "gone", 10 * i, [1, 2, 3])
+        tl.advance(5 * SECOND)
+    return tl
+
+
+def topic_absent_from_metadata() -> Timeline:
+    """As ``topic_deleted``, but the deletion signal was lost (the collector restarted across
+    the deletion and never knew the topic): the metadata reads simply stop listing
+    ``absent`` while they go on listing ``kept`` (and its configuration) every round."""
+    tl = Timeline(topic="absent")
+    for i in range(4):
+        tl.config(rf=3, min_isr=2)
+        tl.config(rf=3, min_isr=2, topic="kept")
+        _round(tl, "absent", 1_000 + 100 * i, [1, 2] if i >= 1 else [1, 2, 3])
+        _round(tl, "kept", 500 + 100 * i, [1, 2, 3])
+        tl.advance(5 * SECOND)
+    for i in range(64):  # ten minutes and a half, a round every 10 s
+        tl.config(rf=3, min_isr=2, topic="kept")
+        _round(tl, "kept", 900 + 100 * i, [1, 2, 3])
+        tl.advance(10 * SECOND)
+    return tl
+
+
 def topic_recreated() -> Timeline:
     """A 3-replica topic under 100 records/s at epoch 3 is deleted and recreated with the
     same name 8 s later (as on the real lab: Admin API delete, create): the new incarnation
@@ -1103,6 +1164,55 @@ SCENARIOS: list[Scenario] = [
         ],
         forbid=["stale_telemetry"],
         rejects={23: "ahead of the newest stamp of cluster lab"},
+    ),
+    Scenario(
+        "topic_deleted",
+        "A deleted topic is forgotten on the collector's word: its open conditions resolve, "
+        "it never goes stale, a sample taken before the deletion is ignored, and the topic "
+        "created again later starts a new history, said once as topic_recreated (today: the "
+        "deletion event is refused, the partition goes stale and stays open for good).",
+        topic_deleted,
+        expect=[
+            "under_replicated:open gone/0",
+            "under_replicated:resolved gone/0",
+            "at_min_isr:resolved gone/0",
+            "topic_deleted:event topic gone",
+            "topic_recreated:event gone/0",
+        ],
+        forbid=[
+            "stale_telemetry",
+            "truncation_below_hw",
+            "hw_regression",
+            "epoch_regression",
+            "under_replicated kept/0",
+            "topic_deleted:event topic kept",
+        ],
+        details=[
+            ("topic_deleted", "reason", "deleted"),
+            ("topic_recreated", "committed_hw_before", 1_300),
+        ],
+        routine=True,
+    ),
+    Scenario(
+        "topic_absent_from_metadata",
+        "Without the deletion signal, a topic the metadata reads stop listing while they go "
+        "on listing the rest of the cluster is forgotten after forget_absent_ms (10 minutes): "
+        "what stayed open resolves, its staleness too (today: stale_telemetry opens after a "
+        "minute and never resolves).",
+        topic_absent_from_metadata,
+        expect=[
+            "under_replicated:resolved absent/0",
+            "stale_telemetry:open absent/0",
+            "stale_telemetry:resolved absent/0",
+            "topic_deleted:event topic absent",
+        ],
+        forbid=[
+            "stale_telemetry kept/0",
+            "under_replicated kept/0",
+            "topic_deleted:event topic kept",
+        ],
+        details=[("topic_deleted", "reason", "absent")],
+        routine=True,
     ),
     Scenario(
         "topic_recreated",

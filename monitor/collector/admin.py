@@ -42,7 +42,15 @@ class Reads:
     #: (topic, partition) -> (adding, removing) of running reassignments; None when the
     #: read failed this round (the events then say nothing about reassignments).
     reassignments: dict[tuple[str, int], tuple[list[int], list[int]]] | None = None
+    #: The topics the cluster listed (after the collector's filters); None: the list
+    #: could not be read.
+    listed: set[str] | None = None
     errors: list[tuple[str, str]] = field(default_factory=list)  # (source, message)
+
+    def metadata_complete(self) -> bool:
+        """Whether this round's metadata read succeeded for every listed topic: only then
+        does a topic missing from it say the topic is gone."""
+        return self.listed is not None and not any(src == "metadata" for src, _ in self.errors)
 
 
 def _ints(values: Any) -> tuple[int, ...]:
@@ -63,6 +71,7 @@ def read_metadata(
     except KafkaError as e:
         reads.errors.append(("metadata", repr(e)))
         return False
+    reads.listed = set(topics)
     if not topics:
         return False
     try:

@@ -6,9 +6,14 @@ from collections.abc import Mapping
 
 from monitor.collector.admin import PartitionMetadata, TopicDurability
 from monitor.collector.jmx import BrokerScrape
-from monitor.contract.events import BrokerEvent, PartitionEvent, ReplicaEvent, TopicConfigEvent
-
-AnyEvent = PartitionEvent | ReplicaEvent | TopicConfigEvent | BrokerEvent
+from monitor.contract.events import (
+    AnyEvent,
+    BrokerEvent,
+    PartitionEvent,
+    ReplicaEvent,
+    TopicConfigEvent,
+    TopicDeletedEvent,
+)
 
 
 def partition_events(
@@ -129,10 +134,28 @@ def topic_config_events(
     ]
 
 
+def topic_deleted_events(
+    cluster: str, observed_at: int, gone: Mapping[str, str | None]
+) -> list[TopicDeletedEvent]:
+    """One event per topic (with its last known id) that a successful metadata read no
+    longer lists."""
+    return [
+        TopicDeletedEvent(
+            schema_version=1,
+            kind="topic_deleted",
+            cluster=cluster,
+            observed_at=observed_at,
+            topic=topic,
+            topic_id=topic_id,
+        )
+        for topic, topic_id in sorted(gone.items())
+    ]
+
+
 def event_key(ev: AnyEvent) -> bytes:
     """Kafka record key: one partition's (or broker's) events share a key, hence an order."""
     if isinstance(ev, BrokerEvent):
         return f"{ev.cluster}/broker/{ev.broker}".encode()
-    if isinstance(ev, TopicConfigEvent):
+    if isinstance(ev, TopicConfigEvent | TopicDeletedEvent):
         return f"{ev.cluster}/{ev.topic}".encode()
     return f"{ev.cluster}/{ev.topic}/{ev.partition}".encode()

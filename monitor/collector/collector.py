@@ -33,7 +33,7 @@ from monitor.collector.admin import (
 from monitor.collector.config import CollectorConfig
 from monitor.collector.security import explain_connect_failure, install_redaction
 from monitor.collector.versions import broker_version, trust_unclean_counter
-from monitor.contract.events import dumps
+from monitor.contract.events import AnyEvent, dumps
 
 log = logging.getLogger("monitor.collector")
 
@@ -44,7 +44,7 @@ def now_ms() -> int:
 
 @dataclass
 class RoundResult:
-    events: list[build.AnyEvent] = field(default_factory=list)
+    events: list[AnyEvent] = field(default_factory=list)
     errors: list[tuple[str, str]] = field(default_factory=list)
     duration_s: float = 0.0
     elr_known: bool = False
@@ -97,6 +97,9 @@ class Collector:
         self._epoch_asked: dict[tuple[str, int], int] = {}
         #: The topics of the last successful metadata read (None until there is one).
         self._known_topics: set[str] | None = None
+        #: The topics (and their ids) of the last complete metadata read: one missing from
+        #: the next complete read was deleted (None until there is one).
+        self._listed: dict[str, str | None] | None = None
         self.health = _Health()
         self._metrics_server: Any = None
         self._stop = threading.Event()
@@ -177,6 +180,17 @@ class Collector:
         self._moving = set(reads.reassignments)
         return {**{k: ([], []) for k in ended}, **reads.reassignments}
 
+    def _deleted(self, reads: Reads, t_meta: int) -> list[AnyEvent]:
+        """``topic_deleted`` for each topic the last complete metadata read listed and this
+        one (complete too) does not."""
+        assert reads.listed is not None
+        ids = {p.topic: p.topic_id for p in reads.partitions}
+        before, self._listed = self._listed, {t: ids.get(t) for t in reads.listed}
+        if before is None:
+            return []
+        gone = {t: tid for t, tid in before.items() if t not in reads.listed}
+        return list(build.topic_deleted_events(self.config.cluster, t_meta, gone))
+
     def round(self) -> RoundResult:
         """Read everything once and return the validated events (nothing is produced)."""
         assert self._admin is not None and self._pool is not None, "call start() first"
@@ -215,7 +229,11 @@ class Collector:
         # A round whose metadata read failed filters the JMX replicas by the last topics it
         # knew: without a filter, broker-internal logs (KRaft's __cluster_metadata) would
         # appear as partitions for one round and open conditions that never resolve.
-        if topics:
+        if reads.metadata_complete():
+            assert reads.listed is not None
+            self._known_topics = set(reads.listed)
+            res.events.extend(self._deleted(reads, t_meta))
+        elif topics:
             self._known_topics = set(topics)
         keep = self._known_topics
         for fut in scrapes:
@@ -254,7 +272,7 @@ class Collector:
         self.health.last.set(time.time())
         return res
 
-    def publish(self, events: list[build.AnyEvent]) -> int:
+    def publish(self, events: list[AnyEvent]) -> int:
         """Produce to the events topic (acks=all), keyed by cluster/topic/partition."""
         assert self._producer is not None, "started without a producer"
         failed: list[BaseException] = []

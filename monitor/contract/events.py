@@ -29,6 +29,7 @@ from monitor.model.events import (
     PartitionMeta,
     ReplicaReport,
     TopicConfigReport,
+    TopicDeleted,
 )
 
 SCHEMA_VERSION = 1
@@ -128,6 +129,17 @@ class TopicConfigEvent(_Event):
     unclean_leader_election_enable: bool
 
 
+class TopicDeletedEvent(_Event):
+    """A topic the collector knew is gone from a metadata read that succeeded: the monitor
+    forgets its partitions (conditions resolve; state, store rows and metrics go)."""
+
+    kind: Literal["topic_deleted"]
+    topic: TopicName
+    topic_id: TopicId | None = Field(
+        default=None, description="The id of the incarnation that is gone, when known."
+    )
+
+
 class BrokerEvent(_Event):
     """Whether a broker answered the collector, with counters as the broker reports them."""
 
@@ -146,14 +158,13 @@ class BrokerEvent(_Event):
     active_controller: bool | None = None
 
 
+AnyEvent = PartitionEvent | ReplicaEvent | TopicConfigEvent | TopicDeletedEvent | BrokerEvent
 Event = Annotated[
-    PartitionEvent | ReplicaEvent | TopicConfigEvent | BrokerEvent,
+    PartitionEvent | ReplicaEvent | TopicConfigEvent | TopicDeletedEvent | BrokerEvent,
     Field(discriminator="kind"),
 ]
-EVENT_ADAPTER: TypeAdapter[PartitionEvent | ReplicaEvent | TopicConfigEvent | BrokerEvent] = (
-    TypeAdapter(Event)
-)
-KINDS = ("partition", "replica", "topic_config", "broker")
+EVENT_ADAPTER: TypeAdapter[AnyEvent] = TypeAdapter(Event)
+KINDS = ("partition", "replica", "topic_config", "topic_deleted", "broker")
 
 
 class EventError(ValueError):
@@ -188,7 +199,7 @@ def _reason(err: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def parse_event(raw: bytes | str) -> PartitionEvent | ReplicaEvent | TopicConfigEvent | BrokerEvent:
+def parse_event(raw: bytes | str) -> AnyEvent:
     """Parse and validate one JSON event. Raises :class:`EventError` with a readable reason."""
     if isinstance(raw, bytes):
         try:
@@ -209,7 +220,7 @@ def parse_event(raw: bytes | str) -> PartitionEvent | ReplicaEvent | TopicConfig
 
 def validate_event(
     data: dict[str, Any],
-) -> PartitionEvent | ReplicaEvent | TopicConfigEvent | BrokerEvent:
+) -> AnyEvent:
     """Validate an already-decoded event (the collector's side of the contract)."""
     try:
         return EVENT_ADAPTER.validate_python(data)
@@ -218,7 +229,7 @@ def validate_event(
 
 
 def to_model(
-    ev: PartitionEvent | ReplicaEvent | TopicConfigEvent | BrokerEvent,
+    ev: AnyEvent,
 ) -> ModelEvent:
     """Convert a validated contract event to the model's plain record."""
     if isinstance(ev, PartitionEvent):
@@ -261,6 +272,8 @@ def to_model(
             ev.min_insync_replicas,
             ev.unclean_leader_election_enable,
         )
+    if isinstance(ev, TopicDeletedEvent):
+        return TopicDeleted(ev.cluster, ev.observed_at, ev.topic, ev.topic_id)
     return BrokerReport(
         ev.cluster,
         ev.observed_at,

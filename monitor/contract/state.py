@@ -105,6 +105,9 @@ class PartitionView:
     duplicate_events: int
     #: The newest telemetry applied to the partition (ms).
     updated_at: int
+    #: Set on a tombstone: when the partition was forgotten (its topic deleted). Readers
+    #: skip a partition whose newest row is one; compaction drops it.
+    deleted_at: int | None = None
 
     @property
     def key(self) -> tuple[str, str, int]:
@@ -147,8 +150,11 @@ def open_finding(c: OpenCondition) -> OpenFinding:
     return OpenFinding(str(c.kind), c.severity, c.opened_at, c.broker, dict(c.details))
 
 
-def view_of(ps: PartitionState, config: TopicConfig | None) -> PartitionView:
-    """The view of one partition's state (``config``: its topic's, when known)."""
+def view_of(
+    ps: PartitionState, config: TopicConfig | None, deleted_at: int | None = None
+) -> PartitionView:
+    """The view of one partition's state (``config``: its topic's, when known; a tombstone
+    with ``deleted_at``)."""
     isr = ps.isr
     return PartitionView(
         cluster=ps.cluster,
@@ -177,6 +183,7 @@ def view_of(ps: PartitionState, config: TopicConfig | None) -> PartitionView:
         late_events=ps.late_events,
         duplicate_events=ps.duplicate_events,
         updated_at=ps.last_seen,
+        deleted_at=deleted_at,
     )
 
 
@@ -198,8 +205,11 @@ def _jints(xs: Any) -> str:
     return "[" + ",".join(map(str, xs)) + "]"
 
 
-def state_json(ps: PartitionState, config: TopicConfig | None = None) -> str:
-    """``json.dumps(view_of(ps, config).to_row())`` (compact), built directly: ~4x faster.
+def state_json(
+    ps: PartitionState, config: TopicConfig | None = None, deleted_at: int | None = None
+) -> str:
+    """``json.dumps(view_of(ps, config, deleted_at).to_row())`` (compact), built directly:
+    ~4x faster.
 
     A batch emits one row per touched partition: through dicts and ``json.dumps`` that was
     ~20 us per row, as much as the model's own work for the partition's events.
@@ -235,7 +245,8 @@ def state_json(ps: PartitionState, config: TopicConfig | None = None) -> str:
         f'"min_isr":{_jv(min_isr)},"unclean_enabled":{_jv(unclean)},'
         f'"replica_states":[{rs}],"open_findings":[{opens}],"severity":"{severity}",'
         f'"lineage":[{lineage}],"late_events":{ps.late_events},'
-        f'"duplicate_events":{ps.duplicate_events},"updated_at":{ps.last_seen}}}'
+        f'"duplicate_events":{ps.duplicate_events},"updated_at":{ps.last_seen},'
+        f'"deleted_at":{_jv(deleted_at)}}}'
     )
 
 

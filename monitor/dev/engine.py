@@ -12,18 +12,10 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 
-from monitor.contract.events import (
-    BrokerEvent,
-    PartitionEvent,
-    ReplicaEvent,
-    TopicConfigEvent,
-    to_model,
-)
+from monitor.contract.events import AnyEvent, to_model
 from monitor.exporter.snapshot import Snapshot
 from monitor.model import ClusterModel, Finding, ModelConfig
 from monitor.model.order import event_order
-
-AnyEvent = PartitionEvent | ReplicaEvent | TopicConfigEvent | BrokerEvent
 
 
 class LocalEngine:

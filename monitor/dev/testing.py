@@ -104,6 +104,10 @@ class Timeline:
             unclean_leader_election_enable=unclean,
         )
 
+    def deleted(self, topic: str | None = None, topic_id: str | None = None) -> dict[str, Any]:
+        """The collector's word that a topic it knew is gone from a complete metadata read."""
+        return self._emit("topic_deleted", topic=topic or self.topic, topic_id=topic_id)
+
     def broker(self, broker: int, alive: bool = True, **counters: Any) -> dict[str, Any]:
         """A broker report; ``counters``: e.g. ``unclean_elections_total=3``."""
         return self._emit("broker", broker=broker, alive=alive, **counters)

@@ -78,13 +78,21 @@ class Snapshot:
                     self.lost_total[tkey] = self.lost_total.get(tkey, 0) + lost
 
     def update_partitions(self, views: Iterable[PartitionView]) -> None:
+        """The newest views; a tombstone (its topic deleted) removes the partition."""
         with self.lock:
             for v in views:
-                self.partitions[v.key] = v
+                if v.deleted_at is None:
+                    self.partitions[v.key] = v
+                else:
+                    self.partitions.pop(v.key, None)
 
     def update_from_model(self, model: ClusterModel) -> None:
         """Refresh every view from an in-process model (replay, tests, small deployments)."""
         with self.lock:
+            for key in [k for k in self.partitions if k not in model.partitions]:
+                del self.partitions[key]  # forgotten (its topic deleted)
+            for tk in [k for k in self.topic_open if k not in model.topics]:
+                del self.topic_open[tk]
             for key, ps in model.partitions.items():
                 ts = model.topics.get((ps.cluster, ps.topic))
                 self.partitions[key] = view_of(ps, ts.config if ts else None)

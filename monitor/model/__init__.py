@@ -12,6 +12,7 @@ from monitor.model.events import (
     PartitionMeta,
     ReplicaReport,
     TopicConfigReport,
+    TopicDeleted,
 )
 from monitor.model.findings import (
     EVENT_KINDS,
@@ -47,6 +48,7 @@ __all__ = [
     "Severity",
     "TopicConfig",
     "TopicConfigReport",
+    "TopicDeleted",
     "durability_profile",
     "durability_risks",
     "new_state",

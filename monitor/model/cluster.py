@@ -16,9 +16,9 @@ the topic or broker reports topic- and broker-level findings (``owns_global``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 from monitor.model import partition as part
 from monitor.model import rules
@@ -30,11 +30,22 @@ from monitor.model.events import (
     PartitionMeta,
     ReplicaReport,
     TopicConfigReport,
+    TopicDeleted,
 )
 from monitor.model.findings import Finding, FindingKind
 from monitor.model.state import BrokerState, PartitionState, TopicConfig, TopicState
 
 PartitionKey = tuple[str, str, int]
+
+
+class Tombstone(NamedTuple):
+    """A deleted topic, remembered for ``forget_absent_ms``: its events stamped up to ``at``
+    are ignored, and a partition listed again later says the topic was recreated."""
+
+    at: int
+    topic_id: str | None
+    #: partition -> the committed HW it had when forgotten
+    committed: dict[int, int]
 
 
 def _always(_: str) -> bool:
@@ -55,17 +66,48 @@ class ClusterModel:
         self.topics: dict[tuple[str, str], TopicState] = {}
         self.brokers: dict[tuple[str, int], BrokerState] = {}
         self._contexts: dict[tuple[str, str], part.Context] = {}
+        #: Deleted topics. Events of the topic stamped no later are ignored; metadata stamped
+        #: later is a new topic. Kept ``forget_absent_ms``.
+        self.deleted: dict[tuple[str, str], Tombstone] = {}
+        #: What was forgotten since the driver last took it (:meth:`take_forgotten`).
+        self._forgotten: list[tuple[PartitionState, int]] = []
+        self._forgotten_topics: list[tuple[str, str]] = []
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # A model pickled before these fields existed (a job's checkpoint) gets them empty.
+        self.__dict__.update(deleted={}, _forgotten=[], _forgotten_topics=[])
+        self.__dict__.update(state)
+
+    def reconfigure(self, config: ModelConfig) -> None:
+        """Judge from now on with ``config`` (a restarted job's settings)."""
+        self.config = config
+        self._contexts.clear()
 
     # -- driving ----------------------------------------------------------------------------
 
     def apply(self, event: ModelEvent) -> list[Finding]:
         """Apply one event; return the findings it caused (possibly none)."""
         if isinstance(event, PartitionMeta | ReplicaReport):
+            if self.deleted and self._of_deleted(event):
+                return []
             state = self.partition(event.cluster, event.topic, event.partition)
+            listed_again = state.meta_at < 0 and isinstance(event, PartitionMeta)
             _, findings = part.step(state, event, self.context(event.cluster, event.topic))
+            if listed_again and self.deleted and isinstance(event, PartitionMeta):
+                findings += self._recreated(state, event)
             return findings
         if isinstance(event, TopicConfigReport):
+            if self.deleted and self._of_deleted(event):
+                return []
             return self._apply_topic_config(event)
+        if isinstance(event, TopicDeleted):
+            return self._forget_topic(
+                event.cluster,
+                event.topic,
+                event.observed_at,
+                {"reason": "deleted", "topic_id": event.topic_id},
+                event.topic_id,
+            )
         return self._apply_broker(event)
 
     def apply_all(self, events: Iterable[ModelEvent]) -> Iterator[Finding]:
@@ -73,8 +115,9 @@ class ClusterModel:
             yield from self.apply(event)
 
     def tick(self, now: int) -> list[Finding]:
-        """Time-driven checks at ``now`` (ms): silent partitions and brokers, calmed flapping."""
-        out: list[Finding] = []
+        """Time-driven checks at ``now`` (ms): silent partitions and brokers, calmed flapping,
+        topics absent from the metadata reads."""
+        out: list[Finding] = self._forget_absent(now)
         for state in self.partitions.values():
             out.extend(part.tick(state, now, self.context(state.cluster, state.topic)))
         for b in self.brokers.values():
@@ -89,6 +132,141 @@ class ClusterModel:
                 broker=b.broker,
             )
         return out
+
+    # -- forgetting deleted topics -----------------------------------------------------------
+
+    def _of_deleted(self, ev: PartitionMeta | ReplicaReport | TopicConfigReport) -> bool:
+        """Whether ``ev`` belongs to a deleted topic and is stamped no later than the
+        deletion (ignored). Later events are a new history."""
+        t = self.deleted.get((ev.cluster, ev.topic))
+        return t is not None and ev.observed_at <= t.at
+
+    def _recreated(self, ps: PartitionState, ev: PartitionMeta) -> list[Finding]:
+        """A partition of a deleted topic listed again under a new id: the info finding
+        ``topic_recreated`` (its history was forgotten with the deletion)."""
+        t = self.deleted.get((ev.cluster, ev.topic))
+        if t is None or (ev.topic_id is not None and ev.topic_id == t.topic_id):
+            return []
+        out: list[Finding] = []
+        Emitter(ps.cluster, ps.topic, ps.partition, ps.open, out).event(
+            FindingKind.TOPIC_RECREATED,
+            ev.observed_at,
+            {
+                "topic_id_before": t.topic_id,
+                "topic_id": ev.topic_id,
+                "epoch": ev.leader_epoch,
+                "committed_hw_before": t.committed.get(ps.partition, -1),
+                "deleted_at": t.at,
+            },
+        )
+        return out
+
+    def _tombstone(self, key: tuple[str, str], at: int) -> Tombstone:
+        t = self.deleted.get(key)
+        if t is None or t.at < at:
+            t = self.deleted[key] = Tombstone(
+                at, None if t is None else t.topic_id, {} if t is None else t.committed
+            )
+        return t
+
+    def _forget_topic(
+        self,
+        cluster: str,
+        topic: str,
+        at: int,
+        details: dict[str, Any],
+        topic_id: str | None = None,
+    ) -> list[Finding]:
+        """The topic is gone (the collector said so): its partitions and its state are
+        forgotten. A ``topic_id`` spares a newer incarnation."""
+        keys = [
+            k
+            for k, ps in self.partitions.items()
+            if k[0] == cluster
+            and k[1] == topic
+            and (topic_id is None or ps.topic_id is None or ps.topic_id == topic_id)
+        ]
+        if not keys and (cluster, topic) not in self.topics:
+            return []  # nothing known of it (or already forgotten)
+        out = self._forget_partitions(keys, at)
+        return out + self._forget_topic_state(cluster, topic, at, details)
+
+    def _forget_partitions(self, keys: list[PartitionKey], at: int) -> list[Finding]:
+        """Open conditions resolve at ``at``, the states leave the model (the driver takes
+        them: :meth:`take_forgotten`), and the topic's events stamped up to ``at`` are
+        ignored from now on."""
+        out: list[Finding] = []
+        for k in keys:
+            ps = self.partitions.pop(k)
+            Emitter(k[0], k[1], k[2], ps.open, out).resolve_all(at)
+            self._forgotten.append((ps, at))
+            t = self._tombstone((k[0], k[1]), at)
+            t.committed[k[2]] = ps.max_hw
+            if ps.topic_id is not None:
+                self.deleted[(k[0], k[1])] = t._replace(topic_id=ps.topic_id)
+        return out
+
+    def _forget_topic_state(
+        self, cluster: str, topic: str, at: int, details: dict[str, Any]
+    ) -> list[Finding]:
+        out: list[Finding] = []
+        tk = (cluster, topic)
+        ts = self.topics.pop(tk, None)
+        if ts is not None:
+            Emitter(cluster, topic, None, ts.open, out).resolve_all(at)
+            self._forgotten_topics.append(tk)
+        self._contexts.pop(tk, None)
+        self._tombstone(tk, at)
+        if self.owns_global(f"{cluster}/topic/{topic}"):
+            Emitter(cluster, topic, None, {}, out).event(
+                FindingKind.TOPIC_DELETED, at, {k: v for k, v in details.items() if v is not None}
+            )
+        return out
+
+    def _forget_absent(self, now: int) -> list[Finding]:
+        """What the metadata reads stopped listing ``forget_absent_ms`` ago while they went on
+        listing the rest of its cluster is forgotten as deleted.
+
+        The cluster's clock is its newest ``topic_config`` stamp: the collector sends one
+        for every listed topic (its last known configuration, when a read fails), and
+        topic events reach every bucket of the Spark job, so every bucket judges alike. A
+        partition whose newest ``partition`` event, and a topic whose newest
+        ``topic_config``, is that much older is gone. Judged on the events' own stamps: a
+        dead collector stops every stamp, and nothing is forgotten.
+        """
+        limit = self.config.forget_absent_ms
+        for key, t in list(self.deleted.items()):
+            if now - t.at > limit:
+                del self.deleted[key]
+        clock: dict[str, int] = {}
+        for (cluster, _), ts in self.topics.items():
+            clock[cluster] = max(clock.get(cluster, -1), ts.config_at)
+        if not clock:
+            return []
+        absent: dict[str, list[PartitionKey]] = {}
+        for k, ps in self.partitions.items():
+            read = clock.get(k[0], -1)
+            if 0 <= (ps.meta_at if ps.meta_at >= 0 else ps.last_seen) < read - limit:
+                absent.setdefault(k[0], []).append(k)
+        out: list[Finding] = []
+        for cluster, keys in absent.items():
+            out += self._forget_partitions(keys, clock[cluster])
+        for (cluster, topic), ts in list(self.topics.items()):
+            if ts.config_at < clock[cluster] - limit:
+                details = {
+                    "reason": "absent",
+                    "last_read_at": ts.config_at,
+                    "absent_for_ms": clock[cluster] - ts.config_at,
+                }
+                out += self._forget_topic_state(cluster, topic, clock[cluster], details)
+        return out
+
+    def take_forgotten(self) -> tuple[list[tuple[PartitionState, int]], list[tuple[str, str]]]:
+        """The partition states (with when) and topics forgotten since the last call: the
+        Spark operator deletes them from its state and writes their tombstone rows."""
+        parts, topics = self._forgotten, self._forgotten_topics
+        self._forgotten, self._forgotten_topics = [], []
+        return parts, topics
 
     # -- lookups ----------------------------------------------------------------------------
 
@@ -109,13 +287,22 @@ class ClusterModel:
 
     def restore(
         self,
-        partitions: dict[PartitionKey, PartitionState],
-        topics: dict[tuple[str, str], TopicState],
-        brokers: dict[tuple[str, int], BrokerState],
+        partitions: Mapping[PartitionKey, PartitionState | None],
+        topics: Mapping[tuple[str, str], TopicState | None],
+        brokers: Mapping[tuple[str, int], BrokerState],
     ) -> None:
-        """Replace (or add) these states, e.g. from a saved delta; derived caches are dropped."""
-        self.partitions.update(partitions)
-        self.topics.update(topics)
+        """Replace (or add) these states, e.g. from a saved delta -- ``None``: forgotten;
+        derived caches are dropped."""
+        for k, ps in partitions.items():
+            if ps is None:
+                self.partitions.pop(k, None)
+            else:
+                self.partitions[k] = ps
+        for tk, ts in topics.items():
+            if ts is None:
+                self.topics.pop(tk, None)
+            else:
+                self.topics[tk] = ts
         self.brokers.update(brokers)
         self._contexts.clear()
 

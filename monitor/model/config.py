@@ -61,6 +61,11 @@ class ModelConfig:
     #: rejected (:mod:`monitor.model.stamps`): one stamp in the future would make every later
     #: event of its source late.
     max_stamp_ahead_ms: int = 60_000
+    #: A topic absent from the metadata reads this long while its cluster's other topics
+    #: are read (their ``topic_config`` events keep coming) is forgotten as deleted -- in
+    #: case the collector's ``topic_deleted`` event was lost (a collector restarted across
+    #: the deletion knows nothing of the topic). Silence alone never forgets anything.
+    forget_absent_ms: int = 600_000
 
     def __post_init__(self) -> None:
         """Every threshold checked here, once: the Spark job's settings *are* this class, so
@@ -71,6 +76,7 @@ class ModelConfig:
             ("lineage_limit", 1), ("default_min_insync_replicas", 1), ("clock_skew_ms", 0),
             ("epoch_record_wait_ms", 0), ("election_evidence_wait_ms", 1),
             ("counter_warmup_ms", 0), ("max_stamp_ahead_ms", 0),
+            ("forget_absent_ms", 1),
         ):  # fmt: skip
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:

@@ -64,6 +64,18 @@ class TopicConfigReport:
 
 
 @dataclass(frozen=True, slots=True)
+class TopicDeleted:
+    """A topic the collector knew is gone from a metadata read that succeeded
+    (``topic_deleted`` events): its partitions are forgotten."""
+
+    cluster: str
+    observed_at: int
+    topic: str
+    #: The id of the incarnation that is gone (None: whichever the model holds).
+    topic_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class BrokerReport:
     """Whether a broker answered the collector, with the counters it reports."""
 
@@ -80,4 +92,4 @@ class BrokerReport:
     started_at: int | None = None
 
 
-ModelEvent = PartitionMeta | ReplicaReport | TopicConfigReport | BrokerReport
+ModelEvent = PartitionMeta | ReplicaReport | TopicConfigReport | TopicDeleted | BrokerReport

@@ -54,6 +54,7 @@ class FindingKind(StrEnum):
     ELECTION_UNVERIFIED = "election_unverified"
     TOPIC_RECREATED = "topic_recreated"
     REASSIGNMENT = "reassignment"
+    TOPIC_DELETED = "topic_deleted"
 
 
 class FindingState(StrEnum):
@@ -86,6 +87,7 @@ SEVERITY: dict[FindingKind, Severity] = {
     FindingKind.ELECTION_UNVERIFIED: Severity.WARNING,
     FindingKind.TOPIC_RECREATED: Severity.INFO,
     FindingKind.REASSIGNMENT: Severity.INFO,
+    FindingKind.TOPIC_DELETED: Severity.INFO,
 }
 
 #: Kinds that are one-off events; every other kind is a condition (open -> resolved).
@@ -101,6 +103,7 @@ EVENT_KINDS: frozenset[FindingKind] = frozenset(
         FindingKind.EPOCH_REGRESSION,
         FindingKind.ELECTION_UNVERIFIED,
         FindingKind.TOPIC_RECREATED,
+        FindingKind.TOPIC_DELETED,
     }
 )
 

@@ -21,13 +21,21 @@ from monitor.model.events import (
     PartitionMeta,
     ReplicaReport,
     TopicConfigReport,
+    TopicDeleted,
 )
 
 #: Rank of each kind at equal ``observed_at``: configuration before what it governs.
-KIND_RANK: dict[str, int] = {"topic_config": 0, "broker": 1, "partition": 2, "replica": 2}
+KIND_RANK: dict[str, int] = {
+    "topic_config": 0,
+    "topic_deleted": 0,
+    "broker": 1,
+    "partition": 2,
+    "replica": 2,
+}
 
 _RANK_OF_TYPE: dict[type, int] = {
     TopicConfigReport: KIND_RANK["topic_config"],
+    TopicDeleted: KIND_RANK["topic_deleted"],
     BrokerReport: KIND_RANK["broker"],
     PartitionMeta: KIND_RANK["partition"],
     ReplicaReport: KIND_RANK["replica"],

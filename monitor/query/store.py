@@ -52,8 +52,9 @@ def sources_sql(store: str | Path) -> str:
         parts.append(f"SELECT * FROM read_parquet('{snap}')")
     if not parts:
         return ""
-    # Stores written before ``row_seq`` existed (and synthetic ones) lack it: NULL there.
-    parts.append("SELECT NULL::BIGINT AS row_seq WHERE FALSE")
+    # Stores written before ``row_seq`` or ``deleted_at`` existed (and synthetic ones) lack
+    # them: NULL there.
+    parts.append("SELECT NULL::BIGINT AS row_seq, NULL::BIGINT AS deleted_at WHERE FALSE")
     return " UNION ALL BY NAME ".join(parts)
 
 
@@ -80,7 +81,8 @@ CREATE VIEW latest AS
 CREATE VIEW cur AS
   SELECT r.* FROM rows r SEMI JOIN latest l
     ON r.cluster = l.cluster AND r.topic = l.topic AND r.partition = l.partition
-   AND r.batch_id = l.m.b AND coalesce(r.row_seq, -1) = l.m.s AND r.updated_at = l.m.u;
+   AND r.batch_id = l.m.b AND coalesce(r.row_seq, -1) = l.m.s AND r.updated_at = l.m.u
+  WHERE r.deleted_at IS NULL;
 """
 
 #: A row's min ISR: its own column, else (rows written before the column existed) what an

@@ -239,3 +239,43 @@ def test_topic_ids_as_kafka_prints_them() -> None:
     assert topic_id(u) == "kOqT6kqVQnC4mA8-cUxTwQ" == topic_id(str(u))
     assert topic_id(uuid.UUID(int=0)) is None  # brokers without topic ids say zero
     assert topic_id(None) is None and topic_id("") is None
+
+
+def test_a_topic_is_said_deleted_only_by_a_complete_metadata_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``topic_deleted`` (with the last id seen) once, when a complete read no longer lists a
+    topic the previous complete read listed; never from a read with metadata errors (a
+    topic it could not describe is not gone)."""
+    from monitor.collector.admin import Reads
+    from monitor.contract.events import TopicDeletedEvent
+
+    tid = "kDqT6kqVQnC4mA8-cUxTwQ"
+    rounds = iter(
+        [
+            ({"orders", "gone"}, []),
+            ({"orders"}, [("metadata", "gone: error 3")]),  # incomplete: says nothing
+            ({"orders"}, []),  # complete: gone is gone
+            ({"orders"}, []),  # once
+        ]
+    )
+
+    def fake_metadata(admin: object, exclude: object, internal: bool, reads: Reads) -> bool:
+        listed, errors = next(rounds)
+        reads.listed = listed
+        reads.errors.extend(errors)
+        for t in sorted(listed):
+            reads.partitions.append(
+                PartitionMetadata(t, 0, 1, 1, (1,), (1,), (), (), tid if t == "gone" else None)
+            )
+        return True
+
+    c = _offline_collector(monkeypatch, PAGE, read_metadata=fake_metadata)
+    try:
+        said = [
+            [(e.topic, e.topic_id) for e in c.round().events if isinstance(e, TopicDeletedEvent)]
+            for _ in range(4)
+        ]
+    finally:
+        c._pool.shutdown()
+    assert said == [[], [], [("gone", tid)], []]

@@ -45,9 +45,10 @@ def test_state_json_is_the_row_as_json_and_the_row_reads_back_as_the_view() -> N
         for ps in model.partitions.values():
             ts = model.topics.get((ps.cluster, ps.topic))
             for config in {None, ts.config if ts is not None else None}:
-                view = view_of(ps, config)
+                deleted_at = ps.last_seen + 1 if checked % 7 == 0 else None  # a tombstone
+                view = view_of(ps, config, deleted_at)
                 expected = json.dumps(view.to_row(), separators=(",", ":"), default=str)
-                assert state_json(ps, config) == expected
+                assert state_json(ps, config, deleted_at) == expected
                 back = PartitionView.from_row(json.loads(expected))
                 if view.min_isr is None:  # unknown: read back from an ISR condition, if any
                     back = dataclasses.replace(back, min_isr=None)

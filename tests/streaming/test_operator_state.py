@@ -91,11 +91,11 @@ def payload(raw: bytes, offset: int, owner: bool) -> str:
 def route(raw: bytes, buckets: int) -> list[tuple[int, bool]]:
     """(bucket, owner) pairs of a record: partition events to one bucket, the rest to all."""
     d = json.loads(raw)
-    if d["kind"] in ("topic_config", "broker"):
+    if d["kind"] in ("topic_config", "topic_deleted", "broker"):
         key = (
-            f"{d['cluster']}/topic/{d['topic']}"
-            if d["kind"] == "topic_config"
-            else f"{d['cluster']}/broker/{d['broker']}"
+            f"{d['cluster']}/broker/{d['broker']}"
+            if d["kind"] == "broker"
+            else f"{d['cluster']}/topic/{d['topic']}"
         )
         owner = zlib.crc32(key.encode()) % buckets
         return [(b, b == owner) for b in range(buckets)]

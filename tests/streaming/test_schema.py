@@ -231,7 +231,7 @@ def test_struct_is_derived_from_the_contract() -> None:
     assert names["replicas"] == "array<int>"
     assert names["topic"] == "string"
     assert names["alive"] == "boolean"
-    assert set(S.KINDS) == {"partition", "replica", "topic_config", "broker"}
+    assert set(S.KINDS) == {"partition", "replica", "topic_config", "topic_deleted", "broker"}
     topic = next(r for r in S.RULES["partition"] if r.name == "topic")
     assert topic.scalar.pattern == "^[a-zA-Z0-9._-]+$" and topic.scalar.max_length == 249
 

@@ -44,3 +44,30 @@ def test_compactor_folds_only_old_committed_batches(tmp_path: Path) -> None:
         assert after[key]["updated_at"] == row["updated_at"], key
     (topic, part), row = next(iter(before.items()))
     assert len(StoreReader(root, row["cluster"]).history(topic, part)) >= 2  # snapshot + recent
+
+
+def test_a_tombstone_hides_a_partition_and_compaction_drops_it(tmp_path: Path) -> None:
+    """A deleted topic's partitions get a tombstone row (``deleted_at``): readers skip them
+    at once, and compaction leaves them out of the snapshot -- history and all."""
+    from streaming.store import compact
+
+    store = write_store(tmp_path / "store", 300, phases=2)
+    root = store.root
+    reader = StoreReader(root)
+    before = reader.current()
+    gone = {(r["topic"], r["partition"]) for r in before[:7]}
+    n = len(list((root / "state").glob("batch_id=*")))
+    batch = root / "state" / f"batch_id={n}"  # the newest batch
+    batch.mkdir()
+    where = " OR ".join(f"(topic = '{t}' AND partition = {p})" for t, p in gone)
+    reader.con.execute(
+        f"COPY (SELECT * EXCLUDE (batch_id) REPLACE (updated_at + 1 AS deleted_at) FROM cur "
+        f"WHERE {where}) TO '{batch}/part-0.parquet' (FORMAT parquet)"
+    )
+    after = StoreReader(root).current()
+    assert {(r["topic"], r["partition"]) for r in after} == {
+        (r["topic"], r["partition"]) for r in before
+    } - gone
+    assert compact(str(root), n) == len(before) - len(gone)
+    snap = StoreReader(root).query("SELECT topic, partition FROM rows")
+    assert not {(r["topic"], r["partition"]) for r in snap} & gone
