@@ -283,3 +283,27 @@ def test_model_restore_replaces_states_and_drops_derived_contexts() -> None:
     assert model.partitions[pkey].late_events == 99
     assert model.context(*key).min_isr == 3  # the cached context was dropped
     assert len(model.partitions) == len(other.partitions)
+
+
+def test_a_restarted_job_judges_with_its_own_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bucket's pickled model carries the thresholds it was created with; a job
+    restarted from the same checkpoint with other settings judges with the new ones (from
+    the stored snapshot and from a worker's cache alike)."""
+    monkeypatch.setattr(op, "_CACHE", {})
+    recs = [json.dumps(e, separators=(",", ":")).encode() for e in generate(5, 3, seed=1)]
+    state: dict[str, Any] = {}
+
+    def run(config: ModelConfig, batch: list[bytes], first: int) -> Any:
+        settings = op.OperatorSettings(buckets=1, tick_ms=10**9, catchup_slack_ms=0,
+                                       model=config, cache_scope="x")  # fmt: skip
+        proc = op.make_processor(settings)
+        proc.init(FakeHandle(state))
+        rows = [payload(r, first + i, True) for i, r in enumerate(batch)]
+        list(proc.handleInputRows((0,), iter([pd.DataFrame({"payload": rows})]), Clock(1)))
+        return op._CACHE[("x", 0)][1].model
+
+    assert run(ModelConfig(), recs[:20], 0).config == ModelConfig()
+    strict = ModelConfig(follower_lag_ms=5_000)
+    assert run(strict, recs[20:30], 20).config == strict  # from the cache
+    op._CACHE.clear()
+    assert run(strict, recs[30:40], 30).config == strict  # from the stored snapshot
