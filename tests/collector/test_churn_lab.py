@@ -56,8 +56,7 @@ def test_a_topic_deleted_and_recreated_under_traffic_starts_a_new_history(
         rec.wait_rounds(8)
         stats = second.finish()
         rec.wait_rounds(40)  # past the lag thresholds (30 s): nothing may open later either
-        with rec._lock:
-            events = list(rec.events)
+        events = rec.snapshot()
     assert stats.acked > 300
 
     ids = {ev.topic_id for ev in events if isinstance(ev, PartitionEvent) and ev.topic == topic}
@@ -124,8 +123,7 @@ def test_a_throttled_reassignment_is_progress_not_under_replication(
             assert {k for k in running if k[0] == topic}, "the copy was over before a round"
             # Mid-copy, as on-call would look at it: explain says what is moving and how far.
             events_file = tmp_path / "events.jsonl"
-            with rec._lock:
-                events_file.write_text("".join(dumps(e) + "\n" for e in rec.events))
+            events_file.write_text("".join(dumps(e) + "\n" for e in rec.snapshot()))
             assert main(["explain", topic, "0", "--events", str(events_file)]) == 0
             story = capsys.readouterr().out
             assert "reassigning [1, 2] -> [1, 3]" in story, story
@@ -145,8 +143,7 @@ def test_a_throttled_reassignment_is_progress_not_under_replication(
         finally:
             stats = load.finish()
         rec.wait_rounds(35)  # past the lag thresholds (30 s)
-        with rec._lock:
-            events = list(rec.events)
+        events = rec.snapshot()
     report = verify(lab.bootstrap_servers, topic, tmp_path / "acks.jsonl", settle_s=5)
     assert report.lost_count == 0 and stats.acked == report.acknowledged, report.render()
 

@@ -18,8 +18,14 @@ import pytest
 from kafka import KafkaConsumer
 
 from monitor.collector import Collector, CollectorConfig
-from monitor.collector.build import AnyEvent
-from monitor.contract.events import BrokerEvent, PartitionEvent, dumps, parse_event, to_model
+from monitor.contract.events import (
+    AnyEvent,
+    BrokerEvent,
+    PartitionEvent,
+    dumps,
+    parse_event,
+    to_model,
+)
 from monitor.dev.lab.admin import create_topic, elect_leader
 from monitor.dev.lab.cluster import Lab
 from monitor.dev.lab.load import produce, verify
@@ -62,6 +68,11 @@ class Recording:
     def __exit__(self, *exc: object) -> None:
         self.collector.stop()
         self._thread.join(timeout=30)
+
+    def snapshot(self, since: int = 0) -> list[AnyEvent]:
+        """The events recorded so far (from index ``since``), as one consistent copy."""
+        with self._lock:
+            return self.events[since:]
 
     def wait_rounds(self, n: int, timeout: float = 60) -> None:
         target = self.rounds + n
@@ -163,22 +174,18 @@ def test_a_restarted_broker_is_read_as_soon_as_it_leads(lab: Lab, recording: Rec
     lab.start(2)
     recording.wait_for("ISR [1, 2]", _partition(topic, lambda e: sorted(e.isr) == [1, 2]), 90)
     assert cluster.broker_metadata(2) is None  # nothing has refreshed it: the trap is set
-    with recording._lock:
-        since = len(recording.events)
+    since = len(recording.snapshot())
     elect_leader(lab.bootstrap_servers, topic, 0, unclean=False, timeout_s=60)  # back to 2
     led = recording.wait_for(
         "led by 2 again", _partition(topic, lambda e: e.leader == 2), since=since
     )
     assert isinstance(led, PartitionEvent)
     recording.wait_rounds(3)
-    with recording._lock:
-        mine = [
-            e
-            for e in recording.events[since:]
-            if isinstance(e, PartitionEvent)
-            and e.topic == topic
-            and e.leader_epoch == led.leader_epoch
-        ]
+    mine = [
+        e
+        for e in recording.snapshot(since)
+        if isinstance(e, PartitionEvent) and e.topic == topic and e.leader_epoch == led.leader_epoch
+    ]
     assert any(e.high_watermark == 100 for e in mine), mine
     assert any(e.epoch_start_offset == 100 for e in mine), mine
 

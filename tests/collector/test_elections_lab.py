@@ -21,8 +21,7 @@ import pytest
 
 import monitor.collector.collector as collector_module
 from monitor.collector import Collector, CollectorConfig
-from monitor.collector.build import AnyEvent
-from monitor.contract.events import BrokerEvent, PartitionEvent, dumps, to_model
+from monitor.contract.events import AnyEvent, BrokerEvent, PartitionEvent, dumps, to_model
 from monitor.dev.lab.admin import create_topic, elect_leader, wait_for_partitions
 from monitor.dev.lab.cluster import Lab
 from monitor.dev.lab.gate import EndpointGate
@@ -318,8 +317,7 @@ def test_hard_bounces_under_acks_all_raise_nothing_critical_about_data(
         finally:
             stats = load.finish()
         rec.wait_rounds(3)
-        with rec._lock:
-            events = list(rec.events)
+        events = rec.snapshot()
     report = verify(lab.bootstrap_servers, topic, acks, settle_s=10)
     assert report.lost_count == 0 and report.acknowledged > 1000, report.render()
     assert stats.acked == report.acknowledged

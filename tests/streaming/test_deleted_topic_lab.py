@@ -62,8 +62,7 @@ def test_a_deleted_topic_leaves_the_store_and_metrics(
             "topic_deleted", lambda e: isinstance(e, TopicDeletedEvent) and e.topic == gone
         )
         rec.wait_rounds(2)
-        with rec._lock:
-            events = list(rec.events)
+        events = rec.snapshot()
     assert isinstance(said, TopicDeletedEvent) and said.topic_id is not None  # the id it had
 
     tag = gone.rsplit("-", 1)[1]
