@@ -482,14 +482,19 @@ def _observe_hw(s: PartitionState, hw: int, t: int, ctx: Context, emit: Emitter)
 
 
 def _measure_hw(s: PartitionState, now: int) -> None:
+    """How long the HW has been seen stuck behind the leader's log. Measured up to the HW's
+    last observation, never across time nobody saw it: after a gap in the collector's rounds
+    the leader's new LEO comes before the same round's HW, and the HW then known is the one
+    from before the gap (found by the soak: hw_lag opened and resolved at one instant)."""
     if s.hw < 0 or not s.leader_leo_history:
         return
-    behind_since = rules.time_behind(s.leader_leo_history, s.hw, now)
+    seen = min(now, s.hw_at) if s.hw_at >= 0 else now
+    behind_since = rules.time_behind(s.leader_leo_history, s.hw, seen)
     if behind_since is None:
         s.hw_caught_up_at = now
         s.hw_lag_ms = 0
     else:
-        s.hw_lag_ms = max(0, now - max(behind_since, s.hw_caught_up_at))
+        s.hw_lag_ms = max(0, seen - max(behind_since, s.hw_caught_up_at))
 
 
 # --- conditions ------------------------------------------------------------------------------
