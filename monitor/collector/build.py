@@ -111,11 +111,19 @@ def topic_config_events(
     observed_at: int,
     configs: Mapping[str, TopicDurability],
     partitions: list[PartitionMetadata],
+    moving: Mapping[tuple[str, int], tuple[list[int], list[int]]] | None = None,
 ) -> list[TopicConfigEvent]:
+    """One event per configured topic. The replication factor is the partitions' replica
+    count without the replicas a running reassignment is adding (``moving``: (topic,
+    partition) -> (adding, removing)): while a move copies, the metadata lists both the old
+    and the new replicas, and an RF 2 topic would read as RF 3 (found by the soak: a false
+    ``durability_risk`` "min_isr_1_with_rf_3" during every move)."""
     rf: dict[str, int] = {}
     ids: dict[str, str] = {}
     for p in partitions:
-        rf[p.topic] = max(rf.get(p.topic, 0), len(p.replicas))
+        adding = (moving or {}).get((p.topic, p.partition), ([], []))[0]
+        count = len([r for r in p.replicas if r not in adding])
+        rf[p.topic] = max(rf.get(p.topic, 0), count)
         if p.topic_id is not None:
             ids[p.topic] = p.topic_id
     return [

@@ -260,7 +260,9 @@ class Collector:
         if self._rounds % cfg.config_every_rounds == 0:
             configs = {t: c for t, c in self._configs.items() if t in set(topics)}
             res.events.extend(
-                build.topic_config_events(cfg.cluster, t_meta, configs, reads.partitions)
+                build.topic_config_events(
+                    cfg.cluster, t_meta, configs, reads.partitions, reads.reassignments
+                )
             )
         res.events.sort(key=lambda e: e.observed_at)
         self._rounds += 1

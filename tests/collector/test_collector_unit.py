@@ -279,3 +279,18 @@ def test_a_topic_is_said_deleted_only_by_a_complete_metadata_read(
     finally:
         c._pool.shutdown()
     assert said == [[], [], [("gone", tid)], []]
+
+
+def test_a_moving_partition_keeps_its_topics_replication_factor() -> None:
+    """Found by the soak: while a reassignment copies, the metadata lists the old and the new
+    replicas; the replicas being added are not the topic's replication factor (an RF 2 topic
+    with min ISR 1 read as RF 3, and durability_risk opened for the move's duration)."""
+    meta = [
+        PartitionMetadata("moving", 0, 1, 3, (1, 3, 2), (1, 2), (), ()),
+        PartitionMetadata("moving", 1, 2, 3, (2, 1), (2, 1), (), ()),
+    ]
+    durability = {"moving": TopicDurability(1, False)}
+    (tc,) = topic_config_events("c", 1, durability, meta, {("moving", 0): ([3], [2])})
+    assert tc.replication_factor == 2
+    (blind,) = topic_config_events("c", 1, durability, meta)  # the move's read failed
+    assert blind.replication_factor == 3
