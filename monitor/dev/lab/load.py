@@ -169,6 +169,20 @@ def produce(
     return stats
 
 
+def fill(bootstrap_servers: str, topic: str, partitions: list[int], megabytes: int) -> None:
+    """Bulk records (10 KB each, ``acks=1``, no ack log), ``megabytes`` per partition: a
+    log long enough that a throttled reassignment copies it for a while."""
+    producer = KafkaProducer(bootstrap_servers=bootstrap_servers, acks=1, linger_ms=20)
+    try:
+        value = b"x" * 10_000
+        for p in partitions:
+            for _ in range(megabytes * 100):
+                producer.send(topic, value=value, partition=p)
+        producer.flush(timeout=60)
+    finally:
+        producer.close(timeout=5)
+
+
 def read_ack_log(path: Path, topic: str | None = None) -> list[AckEntry]:
     """Parse an ack log; lines of other topics are skipped when ``topic`` is given."""
     if not path.is_file():

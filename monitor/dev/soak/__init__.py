@@ -4,24 +4,31 @@ Starts the demo's stack (a 3-broker lab, a one-broker monitor cluster for the mo
 topics, the collector, the Spark job with ``/metrics`` in its driver, Prometheus with the
 shipped rules, Alertmanager with the shipped routes and a webhook pager) -- except that the
 collector runs as a child process (``monitor collect``) so that it can really be killed --
-and then loops cycles on a healthy topic (RF 3, ``min.insync.replicas=2``) under steady
-``acks=all`` traffic:
+and then loops cycles on two healthy topics under steady ``acks=all`` traffic -- ``soak``
+(RF 3, ``min.insync.replicas=2``) and ``soak-move`` (RF 2, ``min.insync.replicas=1``, one
+partition filled with 8 MB):
 
 1. a **quiet window**: no finding may open and no Prometheus alert may fire;
-2. a **lab fault**, rotating: a follower SIGSTOPped then SIGCONTed; a follower stopped and
-   started; the leader SIGKILLed and restarted (the controller elects an in-sync follower:
-   a clean election);
-3. while the lab fault's conditions are open, a **fault of the monitor itself**, rotating:
-   SIGKILL of the Spark job in the middle of a micro-batch and a restart from its
-   checkpoint; a crash and restart of the events topic's broker; SIGKILL of the collector
-   and a restart; a restart of Prometheus on the same data;
-4. recovery: the cluster heals and every condition the monitor opened resolves.
+2. a **lab fault**, rotating (``--lab-faults``): a broker leading no partition SIGSTOPped
+   then SIGCONTed; one stopped and started; the soak topic's leader SIGKILLed and restarted
+   (the controller elects an in-sync follower: a clean election); the soak topic deleted
+   through the Admin API and recreated with the same name and assignment 3 s later
+   (``recreate``); ``soak-move``'s follower moved to the third broker by a throttled
+   reassignment (``reassign``, the leader stays);
+3. once the lab fault is under way (its marker finding on every partition it hits), a
+   **fault of the monitor itself**, rotating: SIGKILL of the Spark job in the middle of a
+   micro-batch and a restart from its checkpoint; a crash and restart of the events topic's
+   broker; SIGKILL of the collector and a restart; a restart of Prometheus on the same data;
+4. recovery: the cluster heals, every finding the fault requires has arrived and every
+   condition the monitor opened resolves.
 
 Every finding on the findings topic is attributed to the window its event time falls in.
-Per lab fault, the findings the fault must cause (``REQUIRED``) must each appear exactly
-once (one id; a condition's open and resolve once each); nothing may appear in a quiet
-window; the findings topic is read back raw at the end, and a finding id written twice (a
-replayed micro-batch after a SIGKILL) must carry the same content both times. The monitor's
+Per lab fault, the findings the fault must cause on each partition it hits (``REQUIRED``)
+must each appear exactly once (one id; a condition's open and resolve once each), and
+nothing else but the fault's ``COLLATERAL`` (a stalled broker's lag and silence; nothing
+for the topic faults); nothing may appear in a quiet window; the findings topic is read
+back raw at the end, and a finding id written twice (a replayed micro-batch after a
+SIGKILL) must carry the same content both times. The monitor's
 health (its ``/metrics``, ``kafka_replication_monitor_up``, the input lag, the collector's
 rounds, Prometheus ``up`` and the monitor-health alerts) is sampled through each monitor
 fault. The RSS of the Spark job's process group (driver, JVM, Python workers) and of the
@@ -45,12 +52,17 @@ from monitor.dev.soak.plan import (
     CAUGHT_UP_AGE_S,
     COLLATERAL,
     COLLECTOR_DOWN_S,
+    DELETED,
     HEALTH_ALERTS,
     LAB_FAULTS,
+    MARKER,
     MONITOR_FAULTS,
+    MOVE_ASSIGNMENTS,
+    MOVE_TOPIC,
     REQUIRED,
     TOPIC,
     SoakPlan,
+    expected,
 )
 from monitor.dev.soak.probes import read_raw, scrape, wait_until
 from monitor.dev.soak.record import Cycle, MonitorFault, Window
@@ -63,9 +75,13 @@ __all__ = [
     "CAUGHT_UP_AGE_S",
     "COLLATERAL",
     "COLLECTOR_DOWN_S",
+    "DELETED",
     "HEALTH_ALERTS",
     "LAB_FAULTS",
+    "MARKER",
     "MONITOR_FAULTS",
+    "MOVE_ASSIGNMENTS",
+    "MOVE_TOPIC",
     "REQUIRED",
     "TOPIC",
     "CollectorProcess",
@@ -74,6 +90,7 @@ __all__ = [
     "Soak",
     "SoakPlan",
     "Window",
+    "expected",
     "group_rss",
     "read_raw",
     "register",

@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from monitor.dev.soak.plan import MONITOR_FAULTS, SoakPlan
+from monitor.dev.soak.plan import LAB_FAULTS, MONITOR_FAULTS, SoakPlan
 from monitor.dev.soak.runner import Soak
 
 
@@ -32,6 +32,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--quiet-seconds", type=float, default=20.0, help="shortest quiet window")
     p.add_argument("--fault-seconds", type=float, default=20.0, help="how long a lab fault lasts")
+    p.add_argument(
+        "--lab-faults",
+        type=_lab_faults,
+        default=LAB_FAULTS,
+        help=f"the lab faults to rotate through, comma-separated (default {','.join(LAB_FAULTS)})",
+    )
     p.add_argument(
         "--monitor-faults-per-cycle",
         type=int,
@@ -62,6 +68,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=run)
 
 
+def _lab_faults(text: str) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    unknown = [n for n in names if n not in LAB_FAULTS]
+    if not names or unknown:
+        raise argparse.ArgumentTypeError(f"choose among {', '.join(LAB_FAULTS)}")
+    return names
+
+
 def run(args: argparse.Namespace) -> int:
     from monitor.dev.lab.paths import cache_root
 
@@ -78,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
         outage_seconds=outage,
         warmup_seconds=args.warmup_seconds,
         rss_tolerance=args.rss_tolerance,
+        lab_faults=args.lab_faults,
     )
     soak = Soak(args.dir or cache_root() / "soak", plan)
     try:

@@ -1,9 +1,10 @@
 """The verdict of a soak, as ``soak.json`` holds it.
 
 Every finding on the findings topic is attributed to the window its event time falls in.
-Per lab fault, the findings the fault must cause (``REQUIRED``) must each appear exactly
-once (one id; a condition's open and resolve once each); nothing may appear in a quiet
-window; the findings topic is read back raw at the end, and a finding id written twice (a
+Per lab fault, the findings the fault must cause on each partition it hits (the cycle's
+``expected``, from ``REQUIRED``) must each appear exactly once (one id; a condition's open
+and resolve once each), and nothing else but the fault's ``COLLATERAL``; nothing may appear
+in a quiet window; the findings topic is read back raw at the end, and a finding id written twice (a
 replayed micro-batch after a SIGKILL) must carry the same content both times. Components
 must not exit on their own, /metrics must drop what the findings topic resolved, and the
 RSS of the job and the collector must stay flat after their warm-up (:mod:`.rss`).
@@ -16,7 +17,7 @@ import time
 from collections import Counter, defaultdict
 from typing import Any
 
-from monitor.dev.soak.plan import ASSIGNMENTS, COLLATERAL, REQUIRED, TOPIC, SoakPlan
+from monitor.dev.soak.plan import COLLATERAL, SoakPlan
 from monitor.dev.soak.record import Record, Window
 from monitor.dev.soak.rss import rss_summary
 
@@ -40,7 +41,7 @@ def judge(
     for c in record.cycles:
         mine = [d for d in unique if c.fault.start - 1 <= d["at"] / 1000 <= c.fault.end]
         c.findings = [brief(d) for d in mine]
-        c.matched = match(c.lab_fault, mine)
+        c.matched = match(c.expected, mine, COLLATERAL[c.lab_fault])
         c.problems += c.matched.pop("problems")
         for mf in c.monitor_faults:
             if not mf.recovered:
@@ -158,32 +159,32 @@ def attribute(
     return spurious, setup_findings
 
 
-def match(lab_fault: str, found: list[dict[str, Any]]) -> dict[str, Any]:
-    """The fault's required findings, each exactly once per partition; nothing else but
-    collateral."""
-    required = REQUIRED[lab_fault]
+def match(
+    expected: dict[str, dict[str, str]], found: list[dict[str, Any]], collateral: frozenset[str]
+) -> dict[str, Any]:
+    """The ``expected`` findings (``{"topic/partition": {kind: "event" | "condition"}}``),
+    each exactly once; nothing else but ``collateral``."""
     problems: list[str] = []
-    counts: dict[str, dict[int, dict[str, int]]] = defaultdict(lambda: defaultdict(Counter))
+    counts: dict[str, dict[str, dict[str, int]]] = defaultdict(lambda: defaultdict(Counter))
     unexpected: list[str] = []
     for d in found:
-        kind = d["kind"]
-        if d["topic"] == TOPIC and kind in required:
-            counts[kind][d["partition"]][d["state"]] += 1
-        elif kind not in COLLATERAL:
-            unexpected.append(f"{kind} {d['state']} {d['topic']}/{d['partition']}")
-    for kind, typ in required.items():
-        for p in ASSIGNMENTS:
-            got = dict(counts[kind][p])
+        kind, where = d["kind"], f"{d['topic']}/{d['partition']}"
+        if d["topic"] is not None and kind in expected.get(where, {}):
+            counts[kind][where][d["state"]] += 1
+        elif kind not in collateral:
+            unexpected.append(f"{kind} {d['state']} {where} broker {d['broker']}")
+    for where, kinds in expected.items():
+        for kind, typ in kinds.items():
+            got = dict(counts[kind][where])
             want = {"event": 1} if typ == "event" else {"open": 1, "resolved": 1}
             if got != want:
-                problems.append(f"{kind} on {TOPIC}/{p}: {got or 'none'}, expected {want}")
+                problems.append(f"{kind} on {where}: {got or 'none'}, expected {want}")
     if unexpected:
         problems.append(f"unexpected findings: {unexpected}")
-    collateral = Counter(d["kind"] for d in found if d["kind"] in COLLATERAL)
     return {
         "one_to_one": not problems,
-        "required": {k: {p: dict(v) for p, v in ps.items()} for k, ps in counts.items()},
-        "collateral": dict(collateral),
+        "required": {k: {w: dict(v) for w, v in ws.items()} for k, ws in counts.items()},
+        "collateral": dict(Counter(d["kind"] for d in found if d["kind"] in collateral)),
         "problems": problems,
     }
 

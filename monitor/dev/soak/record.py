@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from monitor.dev.soak.plan import TOPIC
+from monitor.dev.soak.plan import MOVE_TOPIC, TOPIC, subject
 from monitor.model import Finding
 
 
@@ -37,9 +37,10 @@ class MonitorFault:
 class Cycle:
     index: int
     lab_fault: str
-    victim: int
+    victim: int | None  # the broker struck (None: a topic fault)
     quiet: Window
     fault: Window
+    expected: dict[str, dict[str, str]] = field(default_factory=dict)  # plan.expected
     monitor_faults: list[MonitorFault] = field(default_factory=list)
     detection_s: dict[str, float] = field(default_factory=dict)  # kind -> first arrival
     resolved_s: float | None = None
@@ -54,6 +55,7 @@ class Cycle:
             "index": self.index,
             "lab_fault": self.lab_fault,
             "victim": self.victim,
+            "expected": self.expected,
             "quiet": [round(self.quiet.start, 1), round(self.quiet.end, 1)],
             "fault": [round(self.fault.start, 1), round(self.fault.end, 1)],
             "monitor_faults": [asdict(m) for m in self.monitor_faults],
@@ -103,7 +105,7 @@ class Record:
                 self.open[key] = f
             elif f.state.value == "resolved":
                 self.open.pop(key, None)
-        if f.topic in (TOPIC, None):
+        if f.topic in (TOPIC, MOVE_TOPIC, None):
             where = f.subject
             self.say(f"   {self.clock(now)} finding {f.kind:<18} {f.state.value:<8} {where}")
 
@@ -115,12 +117,14 @@ class Record:
         with self.lock:
             return not self.open
 
-    def partitions_with(self, since: int, kind: str, state: str | None) -> set[int | None]:
-        """The soak topic's partitions with a ``kind`` finding (in ``state``) among the
-        arrivals from index ``since`` on."""
+    def arrived(self, since: int, kind: str, state: str | None) -> dict[str, float]:
+        """When a ``kind`` finding (in ``state``) first arrived, per partition
+        (``"topic/partition"``; ``"topic/None"``: the topic), among the arrivals from index
+        ``since`` on."""
+        out: dict[str, float] = {}
         with self.lock:
-            return {
-                f.partition
-                for _, f in self.arrivals[since:]
-                if f.topic == TOPIC and f.kind == kind and (state is None or f.state == state)
-            }
+            for t, f in self.arrivals[since:]:
+                wanted = f.kind == kind and (state is None or f.state == state)
+                if wanted and f.topic is not None:
+                    out.setdefault(subject(f.topic, f.partition), t)
+        return out

@@ -13,7 +13,8 @@ def print_report(r: dict[str, Any], say: Callable[[str], None], path: Path) -> N
     say(f"   lab faults: {r['lab_faults']}   monitor faults: {r['monitor_faults']}")
     for c in r["cycles"]:
         say(
-            f"   cycle {c['index']:>2} {c['lab_fault']:<11} b{c['victim']} "
+            f"   cycle {c['index']:>2} {c['lab_fault']:<11} "
+            f"{'b' + str(c['victim']) if c['victim'] is not None else '--'} "
             f"+{'+'.join(m['name'] for m in c['monitor_faults']) or '-':<40} "
             f"detected {c['detection_s']} healed {c['resolved_s']}s "
             f"(+{c['healthy_s']}s all clear) "

@@ -16,7 +16,7 @@ from monitor.dev.soak.cycles import Cycles, traffic
 from monitor.dev.soak.health import Health
 from monitor.dev.soak.judge import judge
 from monitor.dev.soak.monitor_faults import MonitorFaults
-from monitor.dev.soak.plan import SoakPlan
+from monitor.dev.soak.plan import MOVE_TOPIC, TOPIC, SoakPlan
 from monitor.dev.soak.probes import read_raw
 from monitor.dev.soak.record import Record, Window
 from monitor.dev.soak.report import print_report
@@ -61,7 +61,12 @@ class Soak:
                 self.say("== setup: lab, monitor cluster, Spark job, collector, Prometheus")
                 stack.start()
                 threads = [
-                    threading.Thread(target=traffic, args=(stack, self._stop), daemon=True),
+                    threading.Thread(
+                        target=traffic, args=(stack, self._stop, TOPIC, 50), daemon=True
+                    ),
+                    threading.Thread(
+                        target=traffic, args=(stack, self._stop, MOVE_TOPIC, 20), daemon=True
+                    ),
                     threading.Thread(
                         target=watch_alerts, args=(self.record, stack, self._stop), daemon=True
                     ),

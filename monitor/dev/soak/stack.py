@@ -27,7 +27,7 @@ from monitor.dev.demo.monitor_stack import (
 )
 from monitor.dev.processes.prom import AlertmanagerProcess, PrometheusProcess, WebhookReceiver
 from monitor.dev.processes.stream import FindingsReader, StreamProcess
-from monitor.dev.soak.plan import ASSIGNMENTS, TOPIC
+from monitor.dev.soak.plan import ASSIGNMENTS, MOVE_ASSIGNMENTS, MOVE_FILL_MB, MOVE_TOPIC, TOPIC
 from monitor.model import Finding
 
 if TYPE_CHECKING:
@@ -141,8 +141,10 @@ class Stack:
         self.prom_down = threading.Event()  # Prometheus restarting: not asked meanwhile
 
     def start(self) -> None:
-        """Both clusters, the monitor's topics and the soak topic, then the monitor."""
+        """Both clusters, the monitor's topics and the soak's (``soak-move`` filled), then
+        the monitor."""
         from monitor.dev.lab.admin import create_topic
+        from monitor.dev.lab.load import fill
 
         self.lab.up()
         self.mon.up()
@@ -150,6 +152,13 @@ class Stack:
         create_topic(
             self.lab.bootstrap_servers, TOPIC, assignments=ASSIGNMENTS, min_insync_replicas=2
         )
+        create_topic(
+            self.lab.bootstrap_servers,
+            MOVE_TOPIC,
+            assignments=MOVE_ASSIGNMENTS,
+            min_insync_replicas=1,
+        )
+        fill(self.lab.bootstrap_servers, MOVE_TOPIC, list(MOVE_ASSIGNMENTS), MOVE_FILL_MB)
         self.stream.start()
         self.collector.start()
         self.hook.start()
