@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from monitor.dev.testing import T0, Timeline
-from monitor.model import Finding
+from monitor.model import ClusterModel, Finding, ModelConfig
+from monitor.query.replay import replay
 
 DATA = Path(__file__).parent / "data"
 SECOND = 1_000
@@ -49,6 +50,24 @@ class Scenario:
     @property
     def path(self) -> Path:
         return DATA / f"{self.name}.jsonl"
+
+
+def run(sc: Scenario) -> list[Finding]:
+    """The findings of ``monitor replay`` on the scenario's file; exactly the lines it names
+    rejected (``Scenario.rejects``), for the reasons it names."""
+    findings: list[Finding] = []
+    rejects: list[tuple[int, str]] = []
+    stats = replay(
+        sc.path.read_bytes().splitlines(),
+        ClusterModel(ModelConfig(**sc.config)),
+        findings.append,
+        lambda n, r: rejects.append((n, r)),
+    )
+    # Exactly the lines the scenario says, each for its reason.
+    assert sorted(n for n, _ in rejects) == sorted(sc.rejects), rejects
+    assert all(sc.rejects[n] in reason for n, reason in rejects), rejects
+    assert stats.accepted + len(rejects) == stats.lines > 0
+    return findings
 
 
 def label(f: Finding) -> str:

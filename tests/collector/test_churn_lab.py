@@ -24,8 +24,7 @@ from monitor.dev.lab.admin import (
 from monitor.dev.lab.cluster import Lab
 from monitor.dev.lab.load import verify
 from monitor.model import ClusterModel, FindingKind, FindingState, Severity
-from tests.collector.test_collector_lab import Recording
-from tests.collector.test_elections_lab import Load, _names
+from tests.collector.helpers import Load, Recording, names
 
 pytestmark = pytest.mark.lab
 
@@ -65,12 +64,12 @@ def test_a_topic_deleted_and_recreated_under_traffic_starts_a_new_history(
     model = ClusterModel()
     mine = [f for ev in events for f in model.apply(to_model(ev)) if f.topic == topic]
     recreated = [f for f in mine if f.kind == K.TOPIC_RECREATED]
-    assert sorted(f.partition for f in recreated) == [0, 1], _names(mine)
+    assert sorted(f.partition for f in recreated) == [0, 1], names(mine)
     assert all(f.details["committed_hw_before"] > 0 for f in recreated)
     critical = [f for f in mine if f.severity is Severity.CRITICAL]
-    assert not critical, _names(critical)
+    assert not critical, names(critical)
     lag = [f for f in mine if f.kind in (K.FOLLOWER_LAG, K.HW_LAG, K.EPOCH_REGRESSION)]
-    assert not lag, _names(lag)
+    assert not lag, names(lag)
     # The new incarnation's history is its own: epoch 0, the HW of its own records.
     for p in (0, 1):
         ps = model.partitions[("lab", topic, p)]
@@ -156,8 +155,8 @@ def test_a_throttled_reassignment_is_progress_not_under_replication(
     mine = [f for ev in events for f in model.apply(to_model(ev)) if f.topic == topic]
     kinds = {(f.kind, f.state, f.partition) for f in mine}
     for p in (0, 1):
-        assert (K.REASSIGNMENT, FindingState.OPEN, p) in kinds, _names(mine)
-        assert (K.REASSIGNMENT, FindingState.RESOLVED, p) in kinds, _names(mine)
+        assert (K.REASSIGNMENT, FindingState.OPEN, p) in kinds, names(mine)
+        assert (K.REASSIGNMENT, FindingState.RESOLVED, p) in kinds, names(mine)
         ps = model.partitions[("lab", topic, p)]
         assert 2 not in ps.replica_states and ps.replicas in ((1, 3), (3, 1))
     # While the move ran (until the metadata showed both partitions on [1, 3]), nothing but
@@ -181,4 +180,4 @@ def test_a_throttled_reassignment_is_progress_not_under_replication(
         or (f.kind == K.ISR_SHRINK and f.broker == 2)
         or f.severity is Severity.CRITICAL
     ]  # fmt: skip
-    assert not wrong, _names(wrong)
+    assert not wrong, names(wrong)

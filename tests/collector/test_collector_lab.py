@@ -8,7 +8,6 @@ election, replays them through the model and checks the loss against a consumer.
 from __future__ import annotations
 
 import json
-import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -30,76 +29,9 @@ from monitor.dev.lab.admin import create_topic, elect_leader
 from monitor.dev.lab.cluster import Lab
 from monitor.dev.lab.load import produce, verify
 from monitor.model import ClusterModel, FindingKind
+from tests.collector.helpers import Recording
 
 pytestmark = pytest.mark.lab
-
-
-class Recording:
-    """A collector running every second in a thread, keeping every event it built."""
-
-    def __init__(self, lab: Lab, interval_s: float = 1.0) -> None:
-        self.config = CollectorConfig(
-            cluster="lab",
-            kafka={"bootstrap_servers": lab.bootstrap_servers, "request_timeout_ms": 3000},
-            jmx_urls=lab.jmx_urls,
-            interval_s=interval_s,
-            jmx_timeout_s=1.0,
-            config_every_rounds=1,
-        )
-        self.collector = Collector(self.config)
-        self.events: list[AnyEvent] = []
-        self.rounds = 0
-        self._lock = threading.Lock()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        def on_round(res: object) -> None:
-            with self._lock:
-                self.events.extend(res.events)  # type: ignore[attr-defined]
-                self.rounds += 1
-
-        self.collector.run(on_round=on_round)
-
-    def __enter__(self) -> Recording:
-        self.collector.start(produce=False)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.collector.stop()
-        self._thread.join(timeout=30)
-
-    def snapshot(self, since: int = 0) -> list[AnyEvent]:
-        """The events recorded so far (from index ``since``), as one consistent copy."""
-        with self._lock:
-            return self.events[since:]
-
-    def wait_rounds(self, n: int, timeout: float = 60) -> None:
-        target = self.rounds + n
-        deadline = time.monotonic() + timeout
-        while self.rounds < target:
-            assert time.monotonic() < deadline, f"collector did not finish {n} rounds"
-            time.sleep(0.1)
-
-    def wait_for(
-        self,
-        what: str,
-        predicate: Callable[[AnyEvent], bool],
-        timeout: float = 60,
-        since: int = 0,
-    ) -> AnyEvent:
-        """The first recorded event (from index ``since``) that ``predicate`` accepts."""
-        deadline = time.monotonic() + timeout
-        seen = since
-        while time.monotonic() < deadline:
-            with self._lock:
-                fresh = self.events[seen:]
-                seen = len(self.events)
-            for ev in fresh:
-                if predicate(ev):
-                    return ev
-            time.sleep(0.2)
-        raise AssertionError(f"no collected event {what} within {timeout}s")
 
 
 def _partition(topic: str, pred: Callable[[PartitionEvent], bool]) -> Callable[[AnyEvent], bool]:

@@ -25,9 +25,9 @@ from monitor.contract.events import AnyEvent, BrokerEvent, PartitionEvent, dumps
 from monitor.dev.lab.admin import create_topic, elect_leader, wait_for_partitions
 from monitor.dev.lab.cluster import Lab
 from monitor.dev.lab.gate import EndpointGate
-from monitor.dev.lab.load import ProduceStats, produce, verify
+from monitor.dev.lab.load import produce, verify
 from monitor.model import ClusterModel, Finding, FindingKind, FindingState, ModelConfig
-from tests.collector.test_collector_lab import Recording
+from tests.collector.helpers import Load, Recording, names
 
 pytestmark = pytest.mark.lab
 
@@ -99,29 +99,6 @@ class HandRounds:
         return [f for f in self.findings if f.topic == topic]
 
 
-class Load:
-    """acks=all records at ``rate``/s in a thread until stopped, every ack logged."""
-
-    def __init__(self, lab: Lab, topic: str, acks_log: Path, rate: float) -> None:
-        self.stop = threading.Event()
-        self.stats: ProduceStats | None = None
-
-        def run() -> None:
-            self.stats = produce(
-                lab.bootstrap_servers, topic, rate=rate, acks="all", stop=self.stop,
-                log_path=acks_log, delivery_timeout_s=60,
-            )  # fmt: skip
-
-        self._thread = threading.Thread(target=run, daemon=True)
-        self._thread.start()
-
-    def finish(self) -> ProduceStats:
-        self.stop.set()
-        self._thread.join(timeout=120)
-        assert self.stats is not None, "the producer did not finish"
-        return self.stats
-
-
 @pytest.fixture
 def gates(lab: Lab) -> Iterator[dict[int, EndpointGate]]:
     opened = {b: EndpointGate(url) for b, url in lab.jmx_urls.items()}
@@ -130,10 +107,6 @@ def gates(lab: Lab) -> Iterator[dict[int, EndpointGate]]:
     finally:
         for g in opened.values():
             g.close()
-
-
-def _names(findings: list[Finding]) -> list[str]:
-    return [f"{f.kind}:{f.state} {f.details}" for f in findings]
 
 
 def test_a_clean_failover_unseen_for_a_round_is_no_loss(
@@ -202,10 +175,10 @@ def test_a_clean_failover_unseen_for_a_round_is_no_loss(
     assert stats.acked == report.acknowledged
 
     mine = rounds.of(topic)
-    assert not [f for f in mine if f.kind in DATA_KINDS], _names(mine)
+    assert not [f for f in mine if f.kind in DATA_KINDS], names(mine)
     kinds = [(f.kind, f.state) for f in mine]
     # The model saw the election, waited for evidence, and decided it clean.
-    assert (K.ELECTION_PENDING, FindingState.OPEN) in kinds, _names(mine)
+    assert (K.ELECTION_PENDING, FindingState.OPEN) in kinds, names(mine)
     assert (K.ELECTION_PENDING, FindingState.RESOLVED) in kinds
     election = next(f for f in mine if f.kind == K.LEADER_ELECTION and f.broker == 2)
     assert election.details["clean"] is True
@@ -265,7 +238,7 @@ def test_an_unclean_election_hidden_by_the_old_leader_rejoining_is_caught(
     unclean = [f for f in mine if f.kind == K.UNCLEAN_ELECTION]
     # Membership alone cannot tell this from a clean handover (the old leader back in the
     # new ISR); the new leader's log can: the loss makes it unclean.
-    assert [f.details["witness"] for f in unclean] == ["loss"], _names(mine)
+    assert [f.details["witness"] for f in unclean] == ["loss"], names(mine)
     election = next(f for f in mine if f.kind == K.LEADER_ELECTION and f.broker == 2)
     assert election.details["membership"] == "rejoined_with_last_isr"
     assert unclean[0].details["isr_before"] == [1] and unclean[0].broker == 2
@@ -281,7 +254,7 @@ def test_an_unclean_election_hidden_by_the_old_leader_rejoining_is_caught(
     # lab may have elected other unclean-enabled topics' partitions meanwhile).
     assert rounds.collector.unclean_counter
     counted = [f for f in rounds.findings if f.kind == K.UNCLEAN_ELECTION and f.topic is None]
-    assert [f.broker for f in counted] == [3], _names(counted)
+    assert [f.broker for f in counted] == [3], names(counted)
     assert counted[0].details["counted"] >= 1
     started = {ev.broker: ev.started_at for ev in rounds.events if isinstance(ev, BrokerEvent)}
     assert all(s is not None for s in started.values()), started
@@ -327,7 +300,7 @@ def test_hard_bounces_under_acks_all_raise_nothing_critical_about_data(
     elections = [f for f in mine if f.kind == K.LEADER_ELECTION]
     assert len(elections) >= 3, "the bounces moved no leadership: the test proved nothing"
     critical = [f for f in mine if f.kind in DATA_KINDS]
-    assert not critical, _names(critical)
+    assert not critical, names(critical)
     # The controllers' counter came with each broker's process start (a restart between
     # two rounds is a new count, not elections).
     brokers = [ev for ev in events if isinstance(ev, BrokerEvent) and ev.alive]

@@ -4,8 +4,7 @@ unrestarted controllers count (scenario ``controller_counts_unclean_election``).
 from __future__ import annotations
 
 from monitor.model import FindingKind
-from tests.model.test_scenarios import run
-from tests.scenarios import SCENARIOS
+from tests.scenarios import SCENARIOS, run
 
 SCENARIO = next(s for s in SCENARIOS if s.name == "controller_counts_unclean_election")
 

@@ -8,25 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from monitor.model import ClusterModel, Finding, ModelConfig, Severity
-from monitor.query.replay import replay
-from tests.scenarios import SCENARIOS, Scenario, label, matches
-
-
-def run(sc: Scenario) -> list[Finding]:
-    findings: list[Finding] = []
-    rejects: list[tuple[int, str]] = []
-    stats = replay(
-        sc.path.read_bytes().splitlines(),
-        ClusterModel(ModelConfig(**sc.config)),
-        findings.append,
-        lambda n, r: rejects.append((n, r)),
-    )
-    # Exactly the lines the scenario says, each for its reason.
-    assert sorted(n for n, _ in rejects) == sorted(sc.rejects), rejects
-    assert all(sc.rejects[n] in reason for n, reason in rejects), rejects
-    assert stats.accepted + len(rejects) == stats.lines > 0
-    return findings
+from monitor.model import Severity
+from tests.scenarios import SCENARIOS, Scenario, label, matches, run
 
 
 @pytest.mark.parametrize("sc", SCENARIOS, ids=lambda s: s.name)

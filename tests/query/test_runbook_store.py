@@ -29,7 +29,7 @@ from monitor.dev.lab.cluster import Lab, NodeStatus
 from monitor.dev.lab.load import produce, verify
 from streaming.config import StreamingConfig
 from streaming.job import start
-from tests.collector.test_collector_lab import Recording
+from tests.collector.helpers import Recording
 from tests.dev.lab.helpers import topic_name
 from tests.streaming.kafka_io import produce_events
 

@@ -23,10 +23,10 @@ from monitor.dev.processes.prom import free_port
 from monitor.exporter.driver import JobExporter
 from monitor.query.store import StoreReader
 from streaming.job import start
-from tests.collector.test_collector_lab import Recording
+from tests.collector.helpers import Recording
 from tests.dev.lab.helpers import topic_name
+from tests.streaming.e2e import kafka_config
 from tests.streaming.kafka_io import produce_events
-from tests.streaming.test_kafka import kafka_config
 
 pytestmark = [pytest.mark.spark, pytest.mark.lab]
 

@@ -27,13 +27,13 @@ import pytest
 from monitor.dev.synth import generate
 from monitor.query.store import StoreReader
 from streaming.job import start
+from tests.streaming.e2e import kafka_config
 from tests.streaming.kafka_io import (
     findings_across_restart,
     findings_by_id,
     produce_events,
     read_all,
 )
-from tests.streaming.test_kafka import kafka_config
 
 pytestmark = [pytest.mark.spark, pytest.mark.lab]
 

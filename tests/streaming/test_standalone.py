@@ -22,8 +22,8 @@ import pytest
 
 from streaming.package import build_pyfiles_zip
 from streaming.session import kafka_jars
+from tests.streaming.e2e import check_outputs, scenario_feed
 from tests.streaming.kafka_io import produce_events, publish_times
-from tests.streaming.test_kafka import check_outputs, scenario_feed
 
 pytestmark = [pytest.mark.spark, pytest.mark.lab]
 
