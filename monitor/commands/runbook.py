@@ -21,14 +21,13 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from monitor.contract.state import PartitionView
+from monitor.contract.state import OpenFinding, PartitionView
 from monitor.model import (
     EVENT_KINDS,
     TRANSITION_KINDS,
     Finding,
     FindingKind,
     FindingState,
-    Severity,
 )
 from monitor.query.questions import Outcome, Status, audit, what_if
 from monitor.query.render import iso, summary, table
@@ -80,19 +79,12 @@ def duration_ms(text: str) -> int:
     return int(float(m.group(1)) * _UNITS[m.group(2) or "s"])
 
 
-def _finding_of(d: dict[str, Any]) -> Finding:
+def _as_finding(v: PartitionView, o: OpenFinding) -> Finding:
+    """A partition's open condition as the finding that opened it, with today's details."""
     return Finding(
-        FindingKind(d["kind"]),
-        FindingState(d["state"]),
-        Severity.parse(d["severity"]),
-        d["cluster"],
-        d["topic"],
-        d["partition"],
-        d["at"],
-        d["opened_at"],
-        d["broker"],
-        d["details"],
-    )
+        FindingKind(o.kind), FindingState.OPEN, o.severity, v.cluster, v.topic, v.partition,
+        o.opened_at, o.opened_at, o.broker, o.details,
+    )  # fmt: skip
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -422,18 +414,7 @@ def run_partitions(args: argparse.Namespace) -> int:
                 continue
             if args.broker is not None and args.broker not in (o.broker, v.leader):
                 continue
-            f = Finding(
-                FindingKind(o.kind),
-                FindingState.OPEN,
-                o.severity,
-                v.cluster,
-                v.topic,
-                v.partition,
-                o.opened_at,
-                o.opened_at,
-                o.broker,
-                o.details,
-            )
+            f = _as_finding(v, o)
             rows.append(
                 {
                     "topic": v.topic,
@@ -554,14 +535,11 @@ def story(v: PartitionView, findings: Sequence[dict[str, Any]]) -> list[str]:
     if leos:
         lines.append(f"Replicas now: {leos}; uncommitted {v.uncommitted}.")
     for o in v.open_findings:  # with today's numbers (a reassignment's copy progress, a lag)
-        now = Finding(
-            FindingKind(o.kind), FindingState.OPEN, o.severity, v.cluster, v.topic,
-            v.partition, o.opened_at, o.opened_at, o.broker, o.details,
-        )  # fmt: skip
+        now = _as_finding(v, o)
         who = f" (broker {o.broker})" if o.broker is not None else ""
         lines.append(f"Open now: {o.kind}{who} since {iso(o.opened_at)}: {summary(now)}")
     for d in findings:
-        f = _finding_of(d)
+        f = Finding.from_dict(d)
         if f.kind == FindingKind.STALE_TELEMETRY and f.topic is None:
             continue
         verb = {"open": "opened", "resolved": "resolved", "event": ""}[f.state.value]
