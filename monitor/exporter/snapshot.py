@@ -89,9 +89,12 @@ class Snapshot:
     def update_from_model(self, model: ClusterModel) -> None:
         """Refresh every view from an in-process model (replay, tests, small deployments)."""
         with self.lock:
-            for key in [k for k in self.partitions if k not in model.partitions]:
-                del self.partitions[key]  # forgotten (its topic deleted)
-            for tk in [k for k in self.topic_open if k not in model.topics]:
+            # What the model forgot (its topic deleted) goes; other models' clusters (one
+            # snapshot may be fed from several) stay.
+            mine = {k[0] for k in (*model.partitions, *model.topics, *model.deleted)}
+            for key in [k for k in self.partitions if k[0] in mine and k not in model.partitions]:
+                del self.partitions[key]
+            for tk in [k for k in self.topic_open if k[0] in mine and k not in model.topics]:
                 del self.topic_open[tk]
             for key, ps in model.partitions.items():
                 ts = model.topics.get((ps.cluster, ps.topic))

@@ -156,3 +156,22 @@ def test_a_stamp_in_the_future_never_makes_telemetry_fresh() -> None:
     s = _samples(_scrape(snap, now=now_ms / 1000))
     assert s["kafka_replication_monitor_telemetry_age_seconds"] == [({"cluster": "lab"}, 600.0)]
     assert s["kafka_replication_monitor_up"][0][1] == 0
+
+
+def test_an_in_process_snapshot_drops_what_its_model_forgot_and_keeps_other_models() -> None:
+    """One snapshot fed from several models (the runbook's live test does): a topic one model
+    forgot (deleted) leaves; another model's partitions stay."""
+    from monitor.model import TopicDeleted
+
+    model, snap = _load("unclean_election.jsonl")
+    tl = Timeline(cluster="other", topic="kept")
+    tl.meta(leader=1, epoch=0, replicas=[1], isr=[1], hw=5)
+    other = ClusterModel()
+    replay(tl.jsonl().splitlines(), other, lambda f: None, lambda n, r: None)
+    snap.update_from_model(other)
+    before = set(snap.partitions)
+    (gone,) = [k for k in model.partitions]
+    model.apply(TopicDeleted(gone[0], T0 + 10**9, gone[1]))
+    snap.update_from_model(model)
+    assert set(snap.partitions) == before - {gone}
+    assert {k[1] for k in snap.partitions} == {k[1] for k in other.partitions}
