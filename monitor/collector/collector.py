@@ -38,6 +38,25 @@ from monitor.contract.events import AnyEvent, dumps
 log = logging.getLogger("monitor.collector")
 
 
+def moves_around(
+    before: dict[tuple[str, int], tuple[list[int], list[int]]] | None,
+    after: dict[tuple[str, int], tuple[list[int], list[int]]] | None,
+) -> dict[tuple[str, int], tuple[list[int], list[int]]] | None:
+    """The moves that ran at the metadata read, from the reads just before and just after
+    it: a move in either (the later's view where both have it). A move that ended between
+    the reads is said to run one round longer; one that started between them is seen. Unknown
+    (None) when the later read failed.
+
+    >>> moves_around({("t", 0): ([3], [2])}, {})
+    {('t', 0): ([3], [2])}
+    >>> moves_around(None, {("t", 1): ([4], [])})
+    {('t', 1): ([4], [])}
+    """
+    if after is None:
+        return None
+    return {**(before or {}), **after}
+
+
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
@@ -206,6 +225,11 @@ class Collector:
             self._pool.submit(self._scrape, b, u, t_jmx) for b, u in sorted(cfg.jmx_urls.items())
         ]
         reads = Reads()
+        # The running moves are read on both sides of the metadata (found by the soak: a
+        # move that ended between the metadata read and a single later read left the old and
+        # new replicas listed with no move -- under_replicated, and an RF one too high).
+        before = Reads()
+        read_reassignments(self._admin, before)
         t_meta = self._clock()
         res.elr_known = read_metadata(self._admin, self._exclude, cfg.include_internal, reads)
         if reads.partitions:
@@ -218,6 +242,7 @@ class Collector:
             }
             read_epoch_starts(self._admin, reads, wanted)
             read_reassignments(self._admin, reads)
+            reads.reassignments = moves_around(before.reassignments, reads.reassignments)
             epochs = {(p.topic, p.partition): p.leader_epoch for p in reads.partitions}
             for key in reads.epoch_starts:
                 self._epoch_asked[key] = epochs[key]

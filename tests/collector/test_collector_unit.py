@@ -294,3 +294,37 @@ def test_a_moving_partition_keeps_its_topics_replication_factor() -> None:
     assert tc.replication_factor == 2
     (blind,) = topic_config_events("c", 1, durability, meta)  # the move's read failed
     assert blind.replication_factor == 3
+
+
+def test_a_move_that_ends_between_the_reads_is_still_a_move(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Found by the soak: the metadata still listed the old and the new replicas while the
+    one later reassignment read no longer listed the move -- under_replicated and an RF one
+    too high (durability_risk). The reads on both sides of the metadata say it ran."""
+    from monitor.collector import collector as mod
+    from monitor.collector.admin import Reads
+    from monitor.contract.events import PartitionEvent, TopicConfigEvent
+
+    answers = iter([{("moving", 0): ([1], [3])}, {}])  # before the metadata, after it
+
+    def reassignments(admin: object, reads: Reads) -> None:
+        reads.reassignments = next(answers)
+
+    def metadata(admin: object, exclude: object, internal: bool, reads: Reads) -> bool:
+        reads.listed = {"moving"}
+        reads.partitions.append(PartitionMetadata("moving", 0, 2, 5, (2, 3, 1), (2, 3), (), ()))
+        return True
+
+    c = _offline_collector(monkeypatch, PAGE, read_metadata=metadata)
+    monkeypatch.setattr(mod, "read_reassignments", reassignments)
+    durability = {"moving": TopicDurability(1, False)}
+    monkeypatch.setattr(mod, "read_topic_configs", lambda admin, topics, reads: durability)
+    try:
+        events = c.round().events
+    finally:
+        c._pool.shutdown()
+    (pe,) = [e for e in events if isinstance(e, PartitionEvent)]
+    (tc,) = [e for e in events if isinstance(e, TopicConfigEvent)]
+    assert (pe.adding_replicas, pe.removing_replicas) == ([1], [3])
+    assert tc.replication_factor == 2
