@@ -87,24 +87,26 @@ def test_a_deleted_topic_leaves_the_store_and_metrics(
     assert job.counters.accepted == produced and job.counters.dead_lettered == 0
     assert exporter.hook_errors == 0
 
+    # (the lab is shared: other tests' topics are recorded too; only these two are judged)
+    mine = {gone, kept}
     reader = StoreReader(store)
-    assert {r["topic"] for r in reader.current()} == {kept}
+    assert {r["topic"] for r in reader.current()} & mine == {kept}
     history = reader.query(
         "SELECT partition, deleted_at FROM rows WHERE topic = ? ORDER BY batch_id", [gone]
     )
     assert {r["partition"] for r in history} == {0, 1}  # it was there...
     assert {r["partition"] for r in history if r["deleted_at"] is not None} == {0, 1}  # ...gone
-    deleted = [f for f in reader.all_findings() if f.kind == "topic_deleted"]
+    deleted = [f for f in reader.all_findings() if f.kind == "topic_deleted" and f.topic in mine]
     assert [(f.topic, f.details["reason"]) for f in deleted] == [(gone, "deleted")]
 
     hw = "kafka_replication_partition_high_watermark"
-    assert kept in _topics(live, hw) and gone not in _topics(live, hw)
+    assert _topics(live, hw) & mine == {kept}
     # A restarted job's exporter, seeded from the store alone: the same.
     seeded = JobExporter(str(store), port=free_port(), per_partition="all")
-    assert seeded.seed() == 1
+    assert seeded.seed() >= 1
     seeded.server.start()
     try:
         again = _metrics(seeded)
     finally:
         seeded.stop()
-    assert _topics(again, hw) == {kept}
+    assert _topics(again, hw) & mine == {kept}
