@@ -421,9 +421,18 @@ class RunningJob:
         while time.monotonic() < deadline:
             if self.query.exception() is not None:
                 raise RuntimeError(f"streaming query failed: {self.query.exception()}")
-            if not self.query.isActive:
-                return
             p = self.query.lastProgress
+            if not self.query.isActive:
+                # Nobody stopped it: it ended on its own. Spark can lose the error (seen on a
+                # standalone cluster: a StackOverflowError while it classified a long error
+                # message, no exception recorded) -- ending before the source is read is a
+                # failure, not a drained query.
+                if p is not None and all(_caught_up(src) for src in p["sources"]):
+                    return
+                raise RuntimeError(
+                    "streaming query ended by itself before reading its source to the end "
+                    "(Spark recorded no error: see the driver's log)"
+                )
             if p is not None and p["batchId"] != seen_batch:
                 seen_batch = p["batchId"]
                 if p["numInputRows"] == 0 and all(_caught_up(src) for src in p["sources"]):

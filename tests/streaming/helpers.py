@@ -42,12 +42,14 @@ def split(records: Sequence[bytes], parts: int) -> list[list[bytes]]:
     return [list(records[i : i + size]) for i in range(0, len(records), size)]
 
 
-def renamed(lines: Iterable[bytes], cluster: str) -> list[bytes]:
-    """The events with their ``cluster`` replaced (scenarios share "lab")."""
+def renamed(lines: Iterable[bytes], cluster: str, shift_ms: int = 0) -> list[bytes]:
+    """The events with their ``cluster`` replaced (scenarios share "lab"), their stamps
+    moved by ``shift_ms``."""
     out = []
     for line in lines:
         ev = json.loads(line)
         ev["cluster"] = cluster
+        ev["observed_at"] += shift_ms
         out.append(json.dumps(ev, separators=(",", ":")).encode())
     return out
 

@@ -174,3 +174,23 @@ def test_late_and_duplicate_events_change_nothing(spark: Any, tmp_path: Path) ->
     assert Counter(f["id"] for f in seen) == Counter(expected), seen
     assert job.counters.duplicates >= 4  # exact duplicates within the second batch
     assert job.counters.accepted == len(first) + len(first[-4:]) + len(dups) + len(late)
+
+
+def test_a_query_that_ended_before_reading_its_source_is_not_drained(
+    spark: Any, tmp_path: Path
+) -> None:
+    """A query that is no longer active without having read its source is a failure, even
+    when Spark recorded no error (a standalone cluster's job once died that way and
+    ``monitor stream --once`` said "0 events accepted", exit 0)."""
+    sc = next(s for s in SCENARIOS if s.name == "unclean_election")
+    write_batches(tmp_path / "source", split(sc.path.read_bytes().splitlines(), 4))
+    job = start(
+        spark,
+        _config(tmp_path, ModelConfig()),
+        source=parquet_source(spark, str(tmp_path / "source")),
+        write_kafka=False,
+    )
+    job.query.stop()  # ended before its first batch, without an error
+    assert job.query.exception() is None
+    with pytest.raises(RuntimeError, match="ended by itself before reading its source"):
+        job.drain(timeout_s=60)
