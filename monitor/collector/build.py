@@ -14,6 +14,7 @@ from monitor.contract.events import (
     TopicConfigEvent,
     TopicDeletedEvent,
 )
+from monitor.model.rules import original_replicas
 
 
 def partition_events(
@@ -122,7 +123,7 @@ def topic_config_events(
     ids: dict[str, str] = {}
     for p in partitions:
         adding = (moving or {}).get((p.topic, p.partition), ([], []))[0]
-        count = len([r for r in p.replicas if r not in adding])
+        count = len(original_replicas(p.replicas, adding))
         rf[p.topic] = max(rf.get(p.topic, 0), count)
         if p.topic_id is not None:
             ids[p.topic] = p.topic_id

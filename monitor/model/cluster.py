@@ -91,9 +91,9 @@ class ClusterModel:
             if self.deleted and self._of_deleted(event):
                 return []
             state = self.partition(event.cluster, event.topic, event.partition)
-            listed_again = state.meta_at < 0 and isinstance(event, PartitionMeta)
+            first_meta = state.meta_at < 0
             _, findings = part.step(state, event, self.context(event.cluster, event.topic))
-            if listed_again and self.deleted and isinstance(event, PartitionMeta):
+            if first_meta and self.deleted and isinstance(event, PartitionMeta):
                 findings += self._recreated(state, event)
             return findings
         if isinstance(event, TopicConfigReport):
@@ -148,25 +148,15 @@ class ClusterModel:
         if t is None or (ev.topic_id is not None and ev.topic_id == t.topic_id):
             return []
         out: list[Finding] = []
-        Emitter(ps.cluster, ps.topic, ps.partition, ps.open, out).event(
-            FindingKind.TOPIC_RECREATED,
-            ev.observed_at,
-            {
-                "topic_id_before": t.topic_id,
-                "topic_id": ev.topic_id,
-                "epoch": ev.leader_epoch,
-                "committed_hw_before": t.committed.get(ps.partition, -1),
-                "deleted_at": t.at,
-            },
-        )
+        emit = Emitter(ps.cluster, ps.topic, ps.partition, ps.open, out)
+        committed = t.committed.get(ps.partition, -1)
+        part.say_recreated(emit, ev.observed_at, t.topic_id, ev, committed, deleted_at=t.at)
         return out
 
-    def _tombstone(self, key: tuple[str, str], at: int) -> Tombstone:
-        t = self.deleted.get(key)
-        if t is None or t.at < at:
-            t = self.deleted[key] = Tombstone(
-                at, None if t is None else t.topic_id, {} if t is None else t.committed
-            )
+    def _tombstone(self, key: tuple[str, str], at: int, topic_id: str | None = None) -> Tombstone:
+        """The topic's tombstone, made or moved to ``at`` (never back), with the id it had."""
+        t = self.deleted.get(key, Tombstone(at, None, {}))
+        t = self.deleted[key] = Tombstone(max(at, t.at), topic_id or t.topic_id, t.committed)
         return t
 
     def _forget_topic(
@@ -200,10 +190,7 @@ class ClusterModel:
             ps = self.partitions.pop(k)
             Emitter(k[0], k[1], k[2], ps.open, out).resolve_all(at)
             self._forgotten.append((ps, at))
-            t = self._tombstone((k[0], k[1]), at)
-            t.committed[k[2]] = ps.max_hw
-            if ps.topic_id is not None:
-                self.deleted[(k[0], k[1])] = t._replace(topic_id=ps.topic_id)
+            self._tombstone((k[0], k[1]), at, ps.topic_id).committed[k[2]] = ps.max_hw
         return out
 
     def _forget_topic_state(

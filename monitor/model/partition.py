@@ -228,23 +228,34 @@ def _last_leader(s: PartitionState) -> int | None:
     return None
 
 
+def say_recreated(
+    emit: Emitter,
+    t: int,
+    topic_id_before: str | None,
+    ev: PartitionMeta,
+    committed_hw_before: int,
+    epoch_before: int | None = None,
+    deleted_at: int | None = None,
+) -> None:
+    """The info finding ``topic_recreated``, in one vocabulary whether the new topic id
+    replaced the old one in the partition's state (``epoch_before``) or the deletion was
+    seen first and the partition forgotten (``deleted_at``)."""
+    details: dict[str, Any] = {"topic_id_before": topic_id_before, "topic_id": ev.topic_id}
+    if epoch_before is not None:
+        details["epoch_before"] = epoch_before
+    details |= {"epoch": ev.leader_epoch, "committed_hw_before": committed_hw_before}
+    if deleted_at is not None:
+        details["deleted_at"] = deleted_at
+    emit.event(K.TOPIC_RECREATED, t, details)
+
+
 def _new_incarnation(s: PartitionState, ev: PartitionMeta, t: int, emit: Emitter) -> None:
     """The topic was deleted and recreated under the same name (a new topic id): its
     offsets and epochs start again, so nothing of the old history is judged against the new
     one -- no regression, truncation, loss or lag across incarnations. The old
     incarnation's conditions resolve; replica samples seen before this event (JMX has no
     topic id) are dropped with the old replica states."""
-    emit.event(
-        K.TOPIC_RECREATED,
-        t,
-        {
-            "topic_id_before": s.topic_id,
-            "topic_id": ev.topic_id,
-            "epoch_before": s.leader_epoch,
-            "epoch": ev.leader_epoch,
-            "committed_hw_before": s.max_hw,
-        },
-    )
+    say_recreated(emit, t, s.topic_id, ev, s.max_hw, epoch_before=s.leader_epoch)
     emit.resolve_all(t)
     assert s.topic_id is not None
     s.retired_topic_ids = (*s.retired_topic_ids, s.topic_id)[-4:]
@@ -534,9 +545,7 @@ def _isr_conditions(s: PartitionState, t: int, ctx: Context, emit: Emitter) -> N
             "epoch": s.leader_epoch,
         },
     )
-    # While a reassignment runs Kafka counts under-replication against the original
-    # replicas (KIP-455: the replication factor excludes the adding ones).
-    original = tuple(b for b in replicas if b not in s.adding_replicas)
+    original = rules.original_replicas(replicas, s.adding_replicas)
     emit.condition(
         K.UNDER_REPLICATED,
         online and rules.is_under_replicated(isr, original),

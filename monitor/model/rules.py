@@ -17,6 +17,17 @@ def is_offline(leader: int | None) -> bool:
     return leader is None
 
 
+def original_replicas(replicas: Sequence[int], adding: Sequence[int]) -> tuple[int, ...]:
+    """The replicas a running reassignment started from: the assignment without the ones
+    it is adding. KIP-455: while a move runs Kafka lists old and new replicas together, and
+    counts the replication factor -- and under-replication -- against the original ones.
+
+    >>> original_replicas((1, 3, 2), adding=(3,))
+    (1, 2)
+    """
+    return tuple(b for b in replicas if b not in adding)
+
+
 def is_under_replicated(isr: Sequence[int], replicas: Sequence[int]) -> bool:
     return len(isr) < len(replicas)
 

@@ -22,7 +22,7 @@ from monitor.dev.lab.admin import (
     wait_for_partitions,
 )
 from monitor.dev.lab.cluster import Lab
-from monitor.dev.lab.load import verify
+from monitor.dev.lab.load import fill, verify
 from monitor.model import ClusterModel, FindingKind, FindingState, Severity
 from tests.collector.helpers import Load, Recording, names
 
@@ -77,24 +77,6 @@ def test_a_topic_deleted_and_recreated_under_traffic_starts_a_new_history(
         assert 0 < ps.hw <= stats.acked
 
 
-def _preload(
-    bootstrap_servers: str, topic: str, partitions: tuple[int, ...], megabytes: int
-) -> None:
-    """Bulk records (10 KB each) so that a throttled copy takes tens of seconds: Kafka lets
-    a follower's first fetches through before the throttle's rate window fills."""
-    from kafka import KafkaProducer
-
-    producer = KafkaProducer(bootstrap_servers=bootstrap_servers, acks=1, linger_ms=20)
-    try:
-        value = b"x" * 10_000
-        for p in partitions:
-            for _ in range(megabytes * 100):
-                producer.send(topic, value=value, partition=p)
-        producer.flush(timeout=60)
-    finally:
-        producer.close()
-
-
 def test_a_throttled_reassignment_is_progress_not_under_replication(
     lab: Lab, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -108,7 +90,7 @@ def test_a_throttled_reassignment_is_progress_not_under_replication(
     create_topic(
         lab.bootstrap_servers, topic, assignments={0: [1, 2], 1: [2, 1]}, min_insync_replicas=1
     )
-    _preload(lab.bootstrap_servers, topic, partitions=(0, 1), megabytes=3)
+    fill(lab.bootstrap_servers, topic, partitions=[0, 1], megabytes=3)  # a copy of ~20 s
     with Recording(lab) as rec:
         rec.wait_rounds(2)
         load = Load(lab, topic, tmp_path / "acks.jsonl", rate=200)

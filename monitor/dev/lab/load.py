@@ -171,7 +171,8 @@ def produce(
 
 def fill(bootstrap_servers: str, topic: str, partitions: list[int], megabytes: int) -> None:
     """Bulk records (10 KB each, ``acks=1``, no ack log), ``megabytes`` per partition: a
-    log long enough that a throttled reassignment copies it for a while."""
+    log long enough that a throttled reassignment copies it for tens of seconds (Kafka lets
+    a follower's first fetches through before the throttle's rate window fills)."""
     producer = KafkaProducer(bootstrap_servers=bootstrap_servers, acks=1, linger_ms=20)
     try:
         value = b"x" * 10_000
