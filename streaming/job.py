@@ -29,6 +29,7 @@ from typing import Any
 
 from monitor.contract.state import STATE_DDL
 from monitor.contract.store import FINDING_DDL, finding_store_row
+from monitor.model import stamps
 from streaming import schema
 from streaming.config import StreamingConfig
 from streaming.operator import (
@@ -149,14 +150,17 @@ def build_operator_input(source: Any, buckets: int, max_ahead_ms: int | None = N
             "reason",
             F.when(
                 F.col("reason").isNull() & (ahead > F.lit(max_ahead_ms)),
-                F.concat(
-                    F.lit("observed_at "),
-                    F.col("observed_at").cast("string"),
-                    F.lit(" is "),
-                    ahead.cast("string"),
-                    F.lit(" ms ahead of its Kafka record's timestamp ("),
-                    F.col("_src_ts").cast("string"),
-                    F.lit(f"); at most {max_ahead_ms} ms (max_stamp_ahead_ms) is believed"),
+                F.format_string(
+                    stamps.REASON.format(
+                        at="%d",
+                        ahead="%d",
+                        reference_is="its Kafka record's timestamp",
+                        reference="%d",
+                        limit=max_ahead_ms,
+                    ),
+                    F.col("observed_at"),
+                    ahead,
+                    F.col("_src_ts"),
                 ),
             ).otherwise(F.col("reason")),
         )
@@ -550,7 +554,11 @@ def run(cfg: StreamingConfig, hooks: Sequence[Hook] = ()) -> int:
         from monitor.exporter.driver import JobExporter
 
         exporter = JobExporter(
-            cfg.store_location, cfg.metrics_host, cfg.metrics_port, cfg.per_partition
+            cfg.store_location,
+            cfg.metrics_host,
+            cfg.metrics_port,
+            cfg.per_partition,
+            max_stamp_ahead_ms=cfg.model.max_stamp_ahead_ms,
         )
         exporter.start()  # before Spark: a port in use fails fast, and /metrics says "down"
         hooks = [*hooks, exporter.hook]

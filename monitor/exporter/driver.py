@@ -150,9 +150,10 @@ class JobExporter:
         port: int = 9308,
         per_partition: PerPartition = "findings",
         event_retention_s: float = 86_400.0,
+        max_stamp_ahead_ms: int | None = None,
     ) -> None:
         self.store = store
-        self.snapshot = Snapshot(event_retention_s)
+        self.snapshot = Snapshot(event_retention_s, max_stamp_ahead_ms)
         self.server = MetricsServer(
             self.snapshot, host=host, port=port, per_partition=per_partition
         )

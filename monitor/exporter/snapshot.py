@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 
 from monitor.contract.state import BrokerView, OpenFinding, PartitionView, open_finding, view_of
 from monitor.model import ClusterModel, Finding, FindingState, ModelConfig, Severity
-
-_AHEAD_MS = ModelConfig().max_stamp_ahead_ms
+from monitor.model.stamps import believed
 
 PKey = tuple[str, str, int]
 
@@ -28,20 +27,25 @@ class Health:
     events_dead_lettered: int = 0
     input_lag_records: int = -1
     running: bool = False
+    #: The job's ``ModelConfig.max_stamp_ahead_ms``.
+    max_stamp_ahead_ms: int = ModelConfig().max_stamp_ahead_ms
 
     def saw(self, cluster: str, at_ms: int, now_ms: int) -> None:
-        """``cluster``'s newest telemetry is at least ``at_ms`` -- unless that is further
-        ahead of ``now_ms`` than the model believes (``max_stamp_ahead_ms``): a stamp in the
-        future never makes the telemetry look fresh (a row stored before the job rejected
-        such stamps, a clock that jumped)."""
-        if at_ms <= now_ms + _AHEAD_MS and at_ms > self.newest_observed_at.get(cluster, 0):
+        """``cluster``'s newest telemetry is at least ``at_ms`` -- unless the model would not
+        believe that stamp against the exporter's clock (:func:`monitor.model.stamps.believed`):
+        a stamp in the future never makes the telemetry look fresh (a row stored before the
+        job rejected such stamps, a clock that jumped)."""
+        newest = self.newest_observed_at.get(cluster, 0)
+        if at_ms > newest and believed(at_ms, now_ms, self.max_stamp_ahead_ms):
             self.newest_observed_at[cluster] = at_ms
 
 
 class Snapshot:
     """The exporter's state. ``event_retention_s``: how long one-off findings stay visible."""
 
-    def __init__(self, event_retention_s: float = 86_400.0) -> None:
+    def __init__(
+        self, event_retention_s: float = 86_400.0, max_stamp_ahead_ms: int | None = None
+    ) -> None:
         self.lock = threading.Lock()
         self.partitions: dict[PKey, PartitionView] = {}
         self.topic_open: dict[tuple[str, str], tuple[OpenFinding, ...]] = {}
@@ -54,6 +58,8 @@ class Snapshot:
         self.events_total: dict[tuple[str, str], int] = {}
         self.lost_total: dict[tuple[str, str], int] = {}
         self.health = Health()
+        if max_stamp_ahead_ms is not None:
+            self.health.max_stamp_ahead_ms = max_stamp_ahead_ms
         self.event_retention_s = event_retention_s
 
     # -- updates --------------------------------------------------------------------------

@@ -29,8 +29,8 @@ sees the event:
 [('BrokerReport', None), ('PartitionMeta', None)]
 >>> g.admit(BrokerReport("c", 3_600_000, broker=1, alive=True))  # an hour ahead: held
 []
->>> [reason.split(";")[0] for _, reason in g.flush()]  # nothing confirmed it
-['observed_at 3600000 is 3598998 ms ahead of the newest stamp of cluster c (1002)']
+>>> [reason.split(",")[0] for _, reason in g.flush()]  # nothing confirmed it
+['observed_at 3600000 is 3598998 ms ahead of the newest stamp of cluster c']
 """
 
 from __future__ import annotations
@@ -47,6 +47,19 @@ _METADATA = -1
 HOLD_LIMIT = 1_000
 
 Decided = list[tuple[ModelEvent, str | None]]
+
+#: Why a stamp is not believed, in every place that checks one (``str.format`` fields; the
+#: job fills it with SQL's ``format_string``).
+REASON = (
+    "observed_at {at} is {ahead} ms ahead of {reference_is} ({reference}); "
+    "at most {limit} ms (max_stamp_ahead_ms) is believed"
+)
+
+
+def believed(at: int, reference: int, ahead_ms: int) -> bool:
+    """Whether a stamp ``at`` is no further ahead of ``reference`` (a clock its own source
+    does not set) than ``ahead_ms``."""
+    return at <= reference + ahead_ms
 
 
 def source_of(event: ModelEvent) -> Source:
@@ -77,7 +90,7 @@ class StampGuard:
 
     def admit(self, event: ModelEvent) -> Decided:
         c = self.clusters.setdefault(event.cluster, _Cluster())
-        if c.newest >= 0 and event.observed_at <= c.newest + self.ahead_ms:
+        if c.newest >= 0 and believed(event.observed_at, c.newest, self.ahead_ms):
             return self._accept(c, event)
         # A jump (or the first events): does an event of another source, held, agree?
         source = source_of(event)
@@ -99,8 +112,9 @@ class StampGuard:
     def _accept(self, c: _Cluster, event: ModelEvent) -> Decided:
         """Admit ``event``, then what was held that is no longer ahead of the newest."""
         c.newest = max(c.newest, event.observed_at)
-        out: Decided = [(e, None) for e in c.held if e.observed_at <= c.newest + self.ahead_ms]
-        c.held = [e for e in c.held if e.observed_at > c.newest + self.ahead_ms]
+        ok = [believed(e.observed_at, c.newest, self.ahead_ms) for e in c.held]
+        out: Decided = [(e, None) for e, yes in zip(c.held, ok, strict=True) if yes]
+        c.held = [e for e, yes in zip(c.held, ok, strict=True) if not yes]
         out.append((event, None))
         return out
 
@@ -114,14 +128,13 @@ class StampGuard:
                 if c.newest < 0:
                     out.append((e, None))
                     continue
-                out.append(
-                    (
-                        e,
-                        f"observed_at {e.observed_at} is {e.observed_at - c.newest} ms ahead of "
-                        f"the newest stamp of cluster {name} ({c.newest}); no other source "
-                        f"confirmed it, and at most {self.ahead_ms} ms (max_stamp_ahead_ms) is "
-                        "believed",
-                    )
+                reason = REASON.format(
+                    at=e.observed_at,
+                    ahead=e.observed_at - c.newest,
+                    reference_is=f"the newest stamp of cluster {name}, no other source agreeing",
+                    reference=c.newest,
+                    limit=self.ahead_ms,
                 )
+                out.append((e, reason))
             c.held = []
         return out

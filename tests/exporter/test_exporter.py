@@ -175,3 +175,14 @@ def test_an_in_process_snapshot_drops_what_its_model_forgot_and_keeps_other_mode
     snap.update_from_model(model)
     assert set(snap.partitions) == before - {gone}
     assert {k[1] for k in snap.partitions} == {k[1] for k in other.partitions}
+
+
+def test_the_exporter_believes_stamps_as_the_job_is_configured() -> None:
+    """The job's max_stamp_ahead_ms reaches the exporter: 10 s ahead is believed with the
+    default (60 s), not by a job configured for 5 s."""
+    now_ms = 1_800_000_000_000
+    default, strict = Snapshot(), Snapshot(max_stamp_ahead_ms=5_000)
+    for snap in (default, strict):
+        snap.health.saw("lab", now_ms + 10_000, now_ms)
+    assert default.health.newest_observed_at == {"lab": now_ms + 10_000}
+    assert strict.health.newest_observed_at == {}
