@@ -56,8 +56,9 @@ import operator
 import pickle
 import uuid
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
+from itertools import chain
 from typing import Any
 
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor
@@ -631,27 +632,26 @@ class Outputs:
                 bucket=bucket,
             )
 
-    def tombstones(self, bucket: int, gone: list[tuple[PartitionState, int]], seq: int) -> None:
-        """A state row marking each forgotten partition deleted (readers skip it)."""
-        for ps, at in gone:
-            self.add(
-                out="state",
-                key=f"{ps.cluster}/{ps.topic}/{ps.partition}",
-                value=state_json(ps, None, deleted_at=at).encode(),
-                bucket=bucket,
-                seq=seq,
-            )
-
     def states(
-        self, bucket: int, states: list[PartitionState], model: ClusterModel, seq: int
+        self,
+        bucket: int,
+        states: list[PartitionState],
+        model: ClusterModel,
+        seq: int,
+        gone: Sequence[tuple[PartitionState, int]] = (),
     ) -> None:
-        """One row per partition; ``seq`` orders a bucket's calls (see :func:`row_seq`)."""
-        for ps in states:
-            ts = model.topics.get((ps.cluster, ps.topic))
+        """One row per partition, and a tombstone (``deleted_at``: readers skip it) per
+        forgotten one; ``seq`` orders a bucket's calls (see :func:`row_seq`)."""
+        rows: Iterable[tuple[PartitionState, int | None]] = chain(
+            ((ps, None) for ps in states), gone
+        )
+        for ps, deleted_at in rows:
+            ts = model.topics.get((ps.cluster, ps.topic)) if deleted_at is None else None
+            config = ts.config if ts is not None else None
             self.add(
                 out="state",
                 key=f"{ps.cluster}/{ps.topic}/{ps.partition}",
-                value=state_json(ps, ts.config if ts is not None else None).encode(),
+                value=state_json(ps, config, deleted_at).encode(),
                 bucket=bucket,
                 seq=seq,
             )
@@ -830,8 +830,7 @@ class BucketProcessor(StatefulProcessor):
         out.findings(bucket, findings)
         if self.settings.emit_state:
             live = [ps for ps in touched.values() if ps is not None]
-            out.states(bucket, live, model, row_seq(state))
-            out.tombstones(bucket, gone, row_seq(state))
+            out.states(bucket, live, model, row_seq(state), gone)
         prof.mark("outputs")
         out.add(
             out="stats",
@@ -889,8 +888,7 @@ class BucketProcessor(StatefulProcessor):
         out.findings(bucket, findings)
         keys = {k for k in keys if k in model.partitions}
         if self.settings.emit_state and (keys or gone):
-            out.states(bucket, [model.partitions[k] for k in keys], model, row_seq(state))
-            out.tombstones(bucket, gone, row_seq(state))
+            out.states(bucket, [model.partitions[k] for k in keys], model, row_seq(state), gone)
             # (the sink counts state rows from stats rows; a tick's has no events)
             out.add(out="stats", bucket=bucket, n_events=0, n_states=len(keys) + len(gone))
 
