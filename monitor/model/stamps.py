@@ -89,8 +89,15 @@ class StampGuard:
         self.clusters: dict[str, _Cluster] = {}
 
     def admit(self, event: ModelEvent) -> Decided:
-        c = self.clusters.setdefault(event.cluster, _Cluster())
-        if c.newest >= 0 and believed(event.observed_at, c.newest, self.ahead_ms):
+        c = self.clusters.get(event.cluster)
+        if c is None:
+            c = self.clusters[event.cluster] = _Cluster()
+        at = event.observed_at
+        if c.newest >= 0 and believed(at, c.newest, self.ahead_ms):
+            if not c.held:  # the common case: nothing held, a stamp in line
+                if at > c.newest:
+                    c.newest = at
+                return [(event, None)]
             return self._accept(c, event)
         # A jump (or the first events): does an event of another source, held, agree?
         source = source_of(event)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from monitor.contract.events import EventError, parse_event, to_model
 from monitor.model import ClusterModel, Finding, ModelEvent
 from monitor.model.order import event_order
-from monitor.model.stamps import StampGuard
+from monitor.model.stamps import Decided, StampGuard
 
 
 @dataclass
@@ -70,17 +70,20 @@ def replay(
             stats.by_state[f.state.value] = stats.by_state.get(f.state.value, 0) + 1
             on_finding(f)
 
-    line_of: dict[int, int] = {}  # id(event) -> its line, until the guard decides it
+    held_lines: dict[int, int] = {}  # id(event) -> its line, while the guard holds it
 
-    def release(decided: list[tuple[ModelEvent, str | None]]) -> None:
+    def release(lineno: int, event: ModelEvent | None, decided: Decided) -> None:
+        """Apply or reject what the guard decided; remember ``event``'s line if it is held."""
+        if event is not None and not any(ev is event for ev, _ in decided):
+            held_lines[id(event)] = lineno
         for ev, reason in decided:
-            lineno = line_of.pop(id(ev))
+            line = lineno if ev is event else held_lines.pop(id(ev))
             if reason is None:
                 apply(ev)
             else:
                 stats.accepted -= 1
                 stats.rejected += 1
-                on_reject(lineno, reason)
+                on_reject(line, reason)
 
     def apply(event: ModelEvent) -> None:
         nonlocal next_tick, now
@@ -103,14 +106,15 @@ def replay(
             on_reject(lineno, str(e))
             continue
         stats.accepted += 1
-        line_of[id(event)] = lineno
         heapq.heappush(buffer, (*event_order(event), lineno, event))
         horizon = event.observed_at - reorder_ms
         while buffer and buffer[0][0] < horizon:
-            release(guard.admit(heapq.heappop(buffer)[3]))
+            _, _, line, ready = heapq.heappop(buffer)
+            release(line, ready, guard.admit(ready))
     while buffer:
-        release(guard.admit(heapq.heappop(buffer)[3]))
-    release(guard.flush())
+        _, _, line, ready = heapq.heappop(buffer)
+        release(line, ready, guard.admit(ready))
+    release(0, None, guard.flush())
     if now >= 0:
         emit(model.tick(now))
     return stats
