@@ -20,7 +20,7 @@ from dashboards.generate import expressions, load
 from monitor.dev.feed import IncidentFeed, replayed_prometheus
 from monitor.dev.panels import Window, expand, label_values_as_promql, query_range
 from monitor.dev.processes.prom import PrometheusProcess
-from tests.deploy.test_runbook_live import matcher_problems
+from tests.promql import matcher_problems
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.timeout(300)]
 

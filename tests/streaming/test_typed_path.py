@@ -22,14 +22,14 @@ import pytest
 
 from monitor.contract.events import parse_event
 from streaming import schema as S
-from tests.streaming.test_schema import (
+from tests.streaming.schema_cases import (
     BROKER,
     CONFIG,
     PARTITION,
     REPLICA,
-    _compare,
-    _scenario_records,
-    _with,
+    compare,
+    scenario_records,
+    with_tail,
 )
 
 pytestmark = pytest.mark.spark
@@ -65,64 +65,64 @@ TRAPS: dict[str, list[bytes]] = {
         _replace(REPLICA, "topic", "12.5"),
         _replace(CONFIG, "topic", "99999999999999999999999"),
         # duplicate keys: the last one counts, for both readers
-        _with(BROKER, ',"cluster":7'),
-        _with(PARTITION, ',"topic":["a"]'),
+        with_tail(BROKER, ',"cluster":7'),
+        with_tail(PARTITION, ',"topic":["a"]'),
     ],
     # A field that failed to convert is null (or keeps an earlier duplicate's value) and
     # only the corrupt-record column says so.
     "no corrupt field": [
-        _with(REPLICA, ',"high_watermark":"5"'),
-        _with(REPLICA, ',"high_watermark":5.0'),
-        _with(REPLICA, ',"fetch_lag":true'),
-        _with(REPLICA, ',"log_start_offset":9223372036854775808'),
-        _with(PARTITION, ',"leader":2147483648'),
-        _with(PARTITION, ',"eligible_leader_replicas":[1.0]'),
-        _with(PARTITION, ',"eligible_leader_replicas":"1"'),
-        _with(BROKER, ',"active_controller":1'),
-        _with(BROKER, ',"under_replicated_partitions":""'),
-        _with(BROKER, ',"broker":"5"'),  # duplicate: the earlier valid 1 stays in the struct
-        _with(BROKER, ',"alive":"true"'),
-        _with(CONFIG, ',"replication_factor":3.0'),
+        with_tail(REPLICA, ',"high_watermark":"5"'),
+        with_tail(REPLICA, ',"high_watermark":5.0'),
+        with_tail(REPLICA, ',"fetch_lag":true'),
+        with_tail(REPLICA, ',"log_start_offset":9223372036854775808'),
+        with_tail(PARTITION, ',"leader":2147483648'),
+        with_tail(PARTITION, ',"eligible_leader_replicas":[1.0]'),
+        with_tail(PARTITION, ',"eligible_leader_replicas":"1"'),
+        with_tail(BROKER, ',"active_controller":1'),
+        with_tail(BROKER, ',"under_replicated_partitions":""'),
+        with_tail(BROKER, ',"broker":"5"'),  # duplicate: the earlier valid 1 stays in the struct
+        with_tail(BROKER, ',"alive":"true"'),
+        with_tail(CONFIG, ',"replication_factor":3.0'),
     ],
     # JSON null and an absent key both read as null: only an absent key is valid for a
     # defaulted, non-nullable field (offline_replicas: default [], null refused).
     "null only where absent is valid": [
-        _with(PARTITION, ',"offline_replicas":null'),
-        _with(PARTITION, ',"offline\\u005freplicas":null'),  # the same key, escaped
-        _with(PARTITION, ',"offline_\\u0072eplicas":null'),
+        with_tail(PARTITION, ',"offline_replicas":null'),
+        with_tail(PARTITION, ',"offline\\u005freplicas":null'),  # the same key, escaped
+        with_tail(PARTITION, ',"offline_\\u0072eplicas":null'),
     ],
     "required field present": [
-        _with(BROKER, ',"broker":null'),
-        _with(BROKER, ',"alive":null'),
-        _with(REPLICA, ',"log_end_offset":null'),
-        _with(PARTITION, ',"replicas":null'),
-        _with(BROKER, ',"schema_version":null'),
+        with_tail(BROKER, ',"broker":null'),
+        with_tail(BROKER, ',"alive":null'),
+        with_tail(REPLICA, ',"log_end_offset":null'),
+        with_tail(PARTITION, ',"replicas":null'),
+        with_tail(BROKER, ',"schema_version":null'),
         _dump({k: v for k, v in BROKER.items() if k != "alive"}),
         _dump({k: v for k, v in PARTITION.items() if k != "isr"}),
         _dump({k: v for k, v in CONFIG.items() if k != "schema_version"}),
     ],
     # The typed reader keeps null items of an array of integers.
     "no null list item": [
-        _with(PARTITION, ',"replicas":[1,null]'),
-        _with(PARTITION, ',"isr":[null]'),
-        _with(PARTITION, ',"offline_replicas":[null,2]'),
-        _with(PARTITION, ',"eligible_leader_replicas":[null]'),
+        with_tail(PARTITION, ',"replicas":[1,null]'),
+        with_tail(PARTITION, ',"isr":[null]'),
+        with_tail(PARTITION, ',"offline_replicas":[null,2]'),
+        with_tail(PARTITION, ',"eligible_leader_replicas":[null]'),
     ],
     "contract constraints": [
-        _with(BROKER, ',"broker":-1'),
-        _with(PARTITION, ',"partition":-1'),
-        _with(PARTITION, ',"replicas":[1,-1]'),
-        _with(PARTITION, ',"replicas":' + json.dumps(list(range(1025)))),
-        _with(CONFIG, ',"replication_factor":0'),
-        _with(CONFIG, ',"min_insync_replicas":1025'),
-        _with(REPLICA, ',"log_end_offset":-1'),
-        _with(BROKER, ',"cluster":""'),
-        _with(BROKER, ',"cluster":"' + "c" * 257 + '"'),
-        _with(PARTITION, ',"topic":"a b"'),
-        _with(PARTITION, ',"topic":"t\\n"'),
-        _with(PARTITION, ',"topic":""'),
-        _with(BROKER, ',"schema_version":2'),
-        _with(BROKER, ',"kind":"nope"'),
+        with_tail(BROKER, ',"broker":-1'),
+        with_tail(PARTITION, ',"partition":-1'),
+        with_tail(PARTITION, ',"replicas":[1,-1]'),
+        with_tail(PARTITION, ',"replicas":' + json.dumps(list(range(1025)))),
+        with_tail(CONFIG, ',"replication_factor":0'),
+        with_tail(CONFIG, ',"min_insync_replicas":1025'),
+        with_tail(REPLICA, ',"log_end_offset":-1'),
+        with_tail(BROKER, ',"cluster":""'),
+        with_tail(BROKER, ',"cluster":"' + "c" * 257 + '"'),
+        with_tail(PARTITION, ',"topic":"a b"'),
+        with_tail(PARTITION, ',"topic":"t\\n"'),
+        with_tail(PARTITION, ',"topic":""'),
+        with_tail(BROKER, ',"schema_version":2'),
+        with_tail(BROKER, ',"kind":"nope"'),
     ],
     # Invalid bytes become U+FFFD for the typed reader.
     "valid UTF-8": [
@@ -140,14 +140,14 @@ TRAPS: dict[str, list[bytes]] = {
     ],
     # Jackson allows 1000 levels, jiter 200.
     "not nested beyond jiter's limit": [
-        _with(BROKER, ',"x":' + "[" * 201 + "]" * 201),
-        _with(BROKER, ',"x":' + "[" * 600 + "]" * 600),
+        with_tail(BROKER, ',"x":' + "[" * 201 + "]" * 201),
+        with_tail(BROKER, ',"x":' + "[" * 600 + "]" * 600),
     ],
     # Jackson skips a lone surrogate escape in an unknown field; jiter refuses it.
     "no surrogate escape": [
-        _with(BROKER, ',"x":"\\ud800"'),
-        _with(BROKER, ',"x":"a\\uDBFFb"'),
-        _with(BROKER, ',"\\udc00":1'),
+        with_tail(BROKER, ',"x":"\\ud800"'),
+        with_tail(BROKER, ',"x":"a\\uDBFFb"'),
+        with_tail(BROKER, ',"\\udc00":1'),
     ],
 }
 
@@ -168,12 +168,12 @@ TYPED_OK: list[bytes] = [
     _dump({**REPLICA, "fetch_lag": None, "log_start_offset": 0, "high_watermark": 2**63 - 1}),
     _dump({**BROKER, "active_controller": None, "unclean_elections_total": 5}),
     _dump({**BROKER, "broker": 2, "x": 1.5e300, "y": [1, "a", None], "z": True}),
-    _with(BROKER, ',"x":1.5e400,"y":99999999999999999999999,"z":"NaN"'),
-    _with(BROKER, ',"broker":7'),  # duplicate key, both valid: the last one
-    _with(BROKER, ',"cluster":"q"'),
-    _with(BROKER, ',"Cluster":5,"CLUSTER":null'),  # other keys (names are case-sensitive)
-    _with(BROKER, ',"broker":-0'),
-    _with(BROKER, ',"x":' + "[" * 150 + "]" * 150),
+    with_tail(BROKER, ',"x":1.5e400,"y":99999999999999999999999,"z":"NaN"'),
+    with_tail(BROKER, ',"broker":7'),  # duplicate key, both valid: the last one
+    with_tail(BROKER, ',"cluster":"q"'),
+    with_tail(BROKER, ',"Cluster":5,"CLUSTER":null'),  # other keys (names are case-sensitive)
+    with_tail(BROKER, ',"broker":-0'),
+    with_tail(BROKER, ',"x":' + "[" * 150 + "]" * 150),
     _dump({**PARTITION, "replicas": list(range(200)), "isr": list(range(200))}),  # > 401 bytes
 ]
 
@@ -187,10 +187,10 @@ VARIANT_ONLY: list[bytes] = [
     _dump({**BROKER, "cluster": "true"}),
     _dump({**PARTITION, "topic": "0-orders"}),
     _dump({**BROKER, "cluster": "\U0001f600"}),  # a surrogate pair escape
-    _with(BROKER, ',"x":"NaN","y":NaN'),
-    _with(BROKER, ',"x":{"y":1}'),
-    _with(PARTITION, ',"x":"offline_replicas"'),
-    _with(PARTITION, ',"x":"\\u00e9"'),  # no offline_replicas, and a \u escape
+    with_tail(BROKER, ',"x":"NaN","y":NaN'),
+    with_tail(BROKER, ',"x":{"y":1}'),
+    with_tail(PARTITION, ',"x":"offline_replicas"'),
+    with_tail(PARTITION, ',"x":"\\u00e9"'),  # no offline_replicas, and a \u escape
 ]
 
 
@@ -227,7 +227,7 @@ def test_typed_path_refuses_trap(spark: Any, partial_results: str, guard: str) -
         assert S.python_reason(r) is not None, f"not a trap, pydantic accepts {r[:100]!r}"
     accepted = [r for r, ok in zip(records, _typed_flags(spark, records), strict=True) if ok]
     assert not accepted, f"{guard}: the typed path accepts {accepted[:3]!r}"
-    _compare(spark, records)
+    compare(spark, records)
 
 
 def test_typed_path_accepts_the_common_records(spark: Any, partial_results: str) -> None:
@@ -235,14 +235,14 @@ def test_typed_path_accepts_the_common_records(spark: Any, partial_results: str)
         assert S.python_reason(r) is None, r
     refused = [r for r, ok in zip(TYPED_OK, _typed_flags(spark, TYPED_OK), strict=True) if not ok]
     assert not refused, f"the typed path refuses valid records {refused[:3]!r}"
-    _compare(spark, TYPED_OK)
+    compare(spark, TYPED_OK)
 
 
 def test_variant_only_records_still_accepted(spark: Any) -> None:
     for r in VARIANT_ONLY:
         assert S.python_reason(r) is None, r
     assert not any(_typed_flags(spark, VARIANT_ONLY))
-    _compare(spark, VARIANT_ONLY)
+    compare(spark, VARIANT_ONLY)
 
 
 def test_scenario_and_synthetic_records_take_the_typed_path(spark: Any) -> None:
@@ -250,7 +250,7 @@ def test_scenario_and_synthetic_records_take_the_typed_path(spark: Any) -> None:
     from monitor.dev.synth import generate
 
     synth = [_dump(e) for e in generate(300, 2, fault_rate=0.01, seed=3)]
-    records = _scenario_records() + synth
+    records = scenario_records() + synth
     flags = _typed_flags(spark, records)
     refused = [r for r, ok in zip(records, flags, strict=True) if not ok]
     assert not refused, f"{len(refused)} of {len(records)} refused, e.g. {refused[:2]!r}"
@@ -280,7 +280,7 @@ def test_validate_refuses_a_session_without_the_required_settings(spark: Any) ->
     """The legacy empty-string setting would make "" read as null for int/bool/array fields
     with no corrupt flag: ``"high_watermark": ""`` would pass the typed path as absent."""
     key = "spark.sql.legacy.json.allowEmptyString.enabled"
-    trap = _with(REPLICA, ',"high_watermark":""')
+    trap = with_tail(REPLICA, ',"high_watermark":""')
     assert S.python_reason(trap) is not None
     df = spark.createDataFrame([(0, trap)], "i long, value binary")
     before = spark.conf.get(key, "false")
