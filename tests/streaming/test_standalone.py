@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from monitor.dev.processes.prom import free_port
 from streaming.package import build_pyfiles_zip
 from streaming.session import kafka_jars
 from tests.streaming.e2e import check_outputs, scenario_feed
@@ -28,9 +30,12 @@ from tests.streaming.kafka_io import produce_events, publish_times
 pytestmark = [pytest.mark.spark, pytest.mark.lab]
 
 REPO = Path(__file__).resolve().parents[2]
-MASTER_PORT = int(os.environ.get("MONITOR_TEST_STREAMING_SPARK_PORT", "37077"))
-MASTER_UI = MASTER_PORT + 1
-WORKER_UI = MASTER_PORT + 2
+#: The master's port; by default a free one (fixed ports in the ephemeral range collide:
+#: CI once found the master's UI port taken, Spark bound the next one, and the test polled
+#: another process for the master's state until it gave up).
+MASTER_PORT = int(os.environ.get("MONITOR_TEST_STREAMING_SPARK_PORT", "0"))
+#: Where Spark says it bound its UI (it moves to the next port when the one asked is taken).
+UI_BOUND = re.compile(rb"Bound MasterWebUI to \S+, and started at http://[^:/]+:(\d+)")
 
 
 def _spark_home() -> Path:
@@ -50,8 +55,12 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(10)
 
 
-def _master_state() -> dict[str, Any]:
-    with urllib.request.urlopen(f"http://127.0.0.1:{MASTER_UI}/json/", timeout=2) as r:
+def _master_state(log: Path) -> dict[str, Any]:
+    """The master's state from its UI's JSON, at the port its log says the UI is bound to."""
+    m = UI_BOUND.search(log.read_bytes())
+    if m is None:
+        raise OSError("the master's UI is not bound yet")
+    with urllib.request.urlopen(f"http://127.0.0.1:{int(m.group(1))}/json/", timeout=2) as r:
         data: dict[str, Any] = json.loads(r.read())
         return data
 
@@ -70,18 +79,19 @@ def standalone(tmp_path: Path) -> Any:
     spark_class = str(home / "bin" / "spark-class")
     logs = tmp_path / "logs"
     logs.mkdir()
+    port = MASTER_PORT or free_port()
     master = subprocess.Popen(
         [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-         "--port", str(MASTER_PORT), "--webui-port", str(MASTER_UI)],
+         "--port", str(port), "--webui-port", str(free_port())],
         env=env, stdout=(logs / "master.out").open("wb"), stderr=subprocess.STDOUT,
         start_new_session=True,
     )  # fmt: skip
     procs = [master]
     try:
-        url = f"spark://127.0.0.1:{MASTER_PORT}"
+        url = f"spark://127.0.0.1:{port}"
         worker = subprocess.Popen(
             [spark_class, "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
-             "--cores", "2", "--memory", "3g", "--webui-port", str(WORKER_UI), url],
+             "--cores", "2", "--memory", "3g", "--webui-port", str(free_port()), url],
             env=env, stdout=(logs / "worker.out").open("wb"), stderr=subprocess.STDOUT,
             start_new_session=True,
         )  # fmt: skip
@@ -89,7 +99,7 @@ def standalone(tmp_path: Path) -> Any:
         deadline = time.monotonic() + 90
         while True:
             try:
-                state = _master_state()
+                state = _master_state(logs / "master.out")
                 if state.get("status") == "ALIVE" and int(state.get("aliveworkers", 0)) >= 1:
                     break
             except OSError:
@@ -99,7 +109,7 @@ def standalone(tmp_path: Path) -> Any:
             ).read_text()
             assert time.monotonic() < deadline, "standalone cluster did not come up"
             time.sleep(0.5)
-        yield url, env
+        yield url, env, logs / "master.out"
     finally:
         for p in reversed(procs):
             _stop(p)
@@ -108,7 +118,7 @@ def standalone(tmp_path: Path) -> Any:
 def test_kafka_end_to_end_on_standalone_cluster(
     kafka_lab: Any, topics: dict[str, str], tmp_path: Path, standalone: Any
 ) -> None:
-    url, env = standalone
+    url, env, master_log = standalone
     bootstrap = kafka_lab.bootstrap_servers
     records, expected = scenario_feed()
     produced = produce_events(bootstrap, topics["events"], records, publish_times(records))
@@ -148,5 +158,6 @@ def test_kafka_end_to_end_on_standalone_cluster(
     dead = int(summary.split(" dead-lettered")[0].split()[-1])
     assert accepted + dead == produced
     # It really ran on the cluster: the master saw the application.
-    apps = _master_state().get("completedapps", []) + _master_state().get("activeapps", [])
+    state = _master_state(master_log)
+    apps = state.get("completedapps", []) + state.get("activeapps", [])
     assert apps, "the master never saw the job"
