@@ -98,6 +98,12 @@ class _Health:
             ["broker"],
             registry=self.registry,
         )
+        self.jmx_profile = Gauge(
+            f"{ns}_jmx_profile",
+            "1 for the exporter profile whose metric names a broker's page is read with.",
+            ["broker", "profile"],
+            registry=self.registry,
+        )
 
 
 class Collector:
@@ -126,6 +132,8 @@ class Collector:
         self._moving: set[tuple[str, int]] = set()
         #: Whether broker events carry the unclean-election counter (decided at start).
         self.unclean_counter = False
+        #: The exporter profile detected on each broker's page (``jmx_profile = "auto"``).
+        self._profiles: dict[int, str] = {}
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -186,9 +194,37 @@ class Collector:
     ) -> tuple[int, int, jmx.BrokerScrape | None, str]:
         try:
             page = jmx.fetch(url, self.config.jmx_timeout_s)
-            return broker, t, jmx.parse(page, jmx.JmxNames()), ""
         except Exception as e:  # a paused or dead broker: reported as alive=false
             return broker, t, None, f"broker {broker}: {e!r}"
+        profile = self._profile(broker, page)
+        if profile is None:
+            # The broker answers (alive), but nothing on its page can be read.
+            why = (
+                f"broker {broker}: no metric of a known exporter profile on {url} "
+                "(set jmx_profile or jmx_names: docs/collector.md)"
+            )
+            return broker, t, jmx.BrokerScrape(), why
+        scrape = jmx.parse(page, self.config.jmx_names_for(profile))
+        if not scrape.leo and not scrape.counters and self.config.jmx_profile == "auto":
+            # Its rules may have changed: detect again next round.
+            del self._profiles[broker]
+            self.health.jmx_profile.remove(str(broker), profile)
+        return broker, t, scrape, ""
+
+    def _profile(self, broker: int, page: str) -> str | None:
+        """The profile to read ``broker``'s page with: the configured one, or the one
+        detected on its page (once, then kept)."""
+        profile = self._profiles.get(broker)
+        if profile is None:
+            configured = self.config.jmx_profile
+            profile = jmx.detect(page) if configured == "auto" else configured
+            if profile is None:
+                return None
+            if configured == "auto":
+                log.info("broker %s: exporter profile %s detected on its page", broker, profile)
+            self._profiles[broker] = profile
+            self.health.jmx_profile.labels(str(broker), profile).set(1)
+        return profile
 
     def _reassignments(self, reads: Reads) -> dict[tuple[str, int], tuple[list[int], list[int]]]:
         """The running reassignments, and ``([], [])`` once for each that ended since the

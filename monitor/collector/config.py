@@ -9,9 +9,12 @@ the same settings the Spark job takes: secrets are :class:`SecretStr` or files.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from monitor.collector.jmx import PROFILES, JmxNames
 from monitor.collector.versions import UncleanCounter
 from monitor.connection import KafkaConnection
 from monitor.contract.events import EVENTS_TOPIC
@@ -38,6 +41,12 @@ class CollectorConfig(BaseSettings):
     #: Topic configs change rarely: read them every N rounds.
     config_every_rounds: int = Field(default=6, ge=1)
     jmx_timeout_s: float = Field(default=3.0, gt=0)
+    #: Whose exporter rules name the metrics (monitor.collector.jmx.PROFILES): "auto" detects
+    #: it from each broker's first page.
+    jmx_profile: Literal["auto", "monitor", "strimzi", "confluent"] = "auto"
+    #: Metric names that differ from the profile's, by field of JmxNames (e.g.
+    #: ``{log_end_offset = "my_log_end_offset"}``).
+    jmx_names: dict[str, str] = Field(default_factory=dict)
     #: Regular expression of topics to leave out (the monitor's own topics by default).
     exclude_topics: str = r"^__replication_monitor_"
     include_internal: bool = True
@@ -56,6 +65,21 @@ class CollectorConfig(BaseSettings):
             if not url.startswith(("http://", "https://")):
                 raise ValueError(f"jmx_urls[{broker}]: {url!r} is not an http(s) URL")
         return v
+
+    @field_validator("jmx_names")
+    @classmethod
+    def _names(cls, v: dict[str, str]) -> dict[str, str]:
+        unknown = sorted(set(v) - set(JmxNames.model_fields))
+        if unknown:
+            raise ValueError(
+                f"jmx_names: no such metric {', '.join(unknown)} "
+                f"(known: {', '.join(JmxNames.model_fields)})"
+            )
+        return v
+
+    def jmx_names_for(self, profile: str) -> JmxNames:
+        """The metric names to read a page of ``profile`` with (``jmx_names`` applied)."""
+        return PROFILES[profile].model_copy(update=self.jmx_names)
 
     @model_validator(mode="after")
     def _pem_only(self) -> CollectorConfig:
