@@ -373,6 +373,22 @@ def jmx_agent_jar() -> Path:
     return jars[0]
 
 
+def jmx_httpserver_jar() -> Path:
+    """The JMX exporter's standalone HTTP server jar (``java -jar``; reads a remote JMX).
+
+    A jar folder resolved before the POM listed it lacks it: that folder is resolved again.
+    """
+    for attempt in range(2):
+        folder = resolve([JarSet.JMX]).jmx
+        assert folder is not None
+        jars = [j for j in _jars_in(folder) if j.name.startswith("jmx_prometheus_httpserver")]
+        if len(jars) == 1:
+            return jars[0]
+        if attempt == 0 and not jars:
+            shutil.rmtree(folder)
+    raise JarError(f"expected one jmx_prometheus_httpserver jar in {folder}, found {jars}")
+
+
 def spark_kafka_jars(spark_version: str | None = None) -> list[Path]:
     """Jars to add to Spark (``spark.jars``) for the Kafka source/sink, minus pyspark's own."""
     folder = resolve([JarSet.SPARK], spark_version=spark_version).spark

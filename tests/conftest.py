@@ -49,7 +49,8 @@ def lab_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
 
 
 def _run_lab(lab_dir: Path, base_port: int) -> Iterator[Lab]:
-    lab = Lab(LabConfig(dir=lab_dir, base_port=base_port))
+    # Remote JMX open: the exporter profile tests run standalone exporters beside it.
+    lab = Lab(LabConfig(dir=lab_dir, base_port=base_port, jmx_remote=True))
     try:
         lab.up()
         yield lab

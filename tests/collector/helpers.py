@@ -18,11 +18,13 @@ from monitor.model import Finding
 class Recording:
     """A collector running every second in a thread, keeping every event it built."""
 
-    def __init__(self, lab: Lab, interval_s: float = 1.0) -> None:
+    def __init__(
+        self, lab: Lab, interval_s: float = 1.0, jmx_urls: dict[int, str] | None = None
+    ) -> None:
         self.config = CollectorConfig(
             cluster="lab",
             kafka={"bootstrap_servers": lab.bootstrap_servers, "request_timeout_ms": 3000},
-            jmx_urls=lab.jmx_urls,
+            jmx_urls=lab.jmx_urls if jmx_urls is None else jmx_urls,
             interval_s=interval_s,
             jmx_timeout_s=1.0,
             config_every_rounds=1,

@@ -23,6 +23,8 @@ from monitor.dev.lab.paths import default_lab_dir
 DEFAULT_BASE_PORT = 19092
 CONTROLLER_PORT_OFFSET = 100
 JMX_PORT_OFFSET = 200
+#: Port offset of each node's remote JMX (RMI) port, where ``jmx_remote`` opens one.
+JMX_REMOTE_PORT_OFFSET = 250
 #: Port offset of the extra ``SECURE`` listener of a ``sasl_ssl`` / ``mtls`` lab.
 SECURE_PORT_OFFSET = 300
 
@@ -124,6 +126,13 @@ class LabConfig(BaseModel):
     extra_broker_config: dict[str, str] = Field(
         default_factory=dict, description="server.properties overrides (applied last)"
     )
+    jmx_remote: bool = Field(
+        False,
+        description=(
+            "open each node's JMX to 127.0.0.1 on base_port + 250 + n - 1 (no authentication): "
+            "for exporters run beside the broker (the exporter's standalone HTTP server)"
+        ),
+    )
     security: LabSecurity = Field(
         "plaintext",
         description=(
@@ -171,6 +180,10 @@ class LabConfig(BaseModel):
     def jmx_port(self, node: int) -> int:
         return self.base_port + JMX_PORT_OFFSET + node - 1
 
+    def jmx_remote_port(self, node: int) -> int:
+        """Port of ``node``'s remote JMX (only opened when :attr:`jmx_remote`)."""
+        return self.base_port + JMX_REMOTE_PORT_OFFSET + node - 1
+
     @property
     def secured(self) -> bool:
         return self.security != "plaintext"
@@ -182,6 +195,8 @@ class LabConfig(BaseModel):
     def ports(self, node: int) -> list[int]:
         """Every port ``node`` binds."""
         ports = [self.broker_port(node), self.controller_port(node), self.jmx_port(node)]
+        if self.jmx_remote:
+            ports.append(self.jmx_remote_port(node))
         return [*ports, self.secure_port(node)] if self.secured else ports
 
     @property

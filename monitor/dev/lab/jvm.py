@@ -49,10 +49,25 @@ def broker_command(config: LabConfig, node: int, classpath: str, agent: Path) ->
         f"-Dlog4j2.configurationFile={cfg.log4j_config_path}",
         f"-Dkafka.logs.dir={cfg.logs_dir(node)}",
         f"-javaagent:{agent}={cfg.host}:{cfg.jmx_port(node)}:{cfg.exporter_config_path}",
+        *(jmx_remote_flags(cfg, node) if cfg.jmx_remote else []),
         "-cp",
         classpath,
         "kafka.Kafka",
         str(cfg.properties_path(node)),
+    ]
+
+
+def jmx_remote_flags(config: LabConfig, node: int) -> list[str]:
+    """Remote JMX on one port (registry and connector), bound to the lab's host, no
+    authentication: a lab on 127.0.0.1 only."""
+    port = config.jmx_remote_port(node)
+    return [
+        f"-Dcom.sun.management.jmxremote.port={port}",
+        f"-Dcom.sun.management.jmxremote.rmi.port={port}",
+        f"-Dcom.sun.management.jmxremote.host={config.host}",
+        f"-Djava.rmi.server.hostname={config.host}",
+        "-Dcom.sun.management.jmxremote.authenticate=false",
+        "-Dcom.sun.management.jmxremote.ssl=false",
     ]
 
 

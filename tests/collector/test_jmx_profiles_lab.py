@@ -1,0 +1,100 @@
+"""Each exporter profile on the real lab: the exporter (standalone HTTP server, 1.0.1) runs
+a configuration in that style (tests/collector/exporter_styles.py) beside the brokers, and
+
+* every field its pages provide equals what this project's rules (the brokers' own agent)
+  give for the same round -- read while nothing moves, between two equal reads of ours;
+* the one field its pages lack that ours have (``process_start``: a standalone exporter
+  has no process metrics) is what ``missing`` names;
+* the collector, detecting the profile itself, sees a paused follower leave the ISR, and
+  the model measures its lag in offsets and in seconds from those pages alone.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from monitor.collector.jmx import PROFILES, BrokerScrape, detect, fetch, missing, parse
+from monitor.contract.events import PartitionEvent, to_model
+from monitor.dev.lab.admin import create_topic
+from monitor.dev.lab.cluster import Lab
+from monitor.dev.lab.load import produce
+from monitor.model import ClusterModel, FindingKind
+from tests.collector.exporter_styles import STYLES, standalone_exporters
+from tests.collector.helpers import Load, Recording
+
+pytestmark = pytest.mark.lab
+
+
+def _read(url: str, profile: str, topic: str) -> tuple[object, ...]:
+    """The readings of one page that concern ``topic`` (and the broker's counters)."""
+    s: BrokerScrape = parse(fetch(url, 5.0), PROFILES[profile])
+
+    def mine(d: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
+        return {k: v for k, v in d.items() if k[0] == topic}
+
+    return mine(s.leo), mine(s.log_start), mine(s.fetch_lag), s.counters
+
+
+@pytest.mark.parametrize("style", sorted(STYLES))
+def test_a_profile_reads_what_our_rules_read(lab: Lab, style: str, tmp_path: Path) -> None:
+    topic = f"profile-{style}"
+    create_topic(lab.bootstrap_servers, topic, assignments={0: [1, 2, 3]}, min_insync_replicas=2)
+    produce(lab.bootstrap_servers, topic, rate=500, acks="all", duration_s=2)
+    with standalone_exporters(lab, style, tmp_path) as urls:
+        for node, url in urls.items():
+            page = fetch(url, 5.0)
+            assert detect(page) == style, f"broker {node}: {style} page detected as another"
+            # What ours has and theirs lacks (a broker following nothing has no fetcher
+            # lag on either page).
+            ours_lack = set(missing(fetch(lab.jmx_urls[node], 5.0), PROFILES["monitor"]))
+            assert set(missing(page, PROFILES[style])) - ours_lack == {"process_start"}
+            for _ in range(20):  # a round where ours read the same before and after theirs
+                ours = _read(lab.jmx_urls[node], "monitor", topic)
+                theirs = _read(url, style, topic)
+                if _read(lab.jmx_urls[node], "monitor", topic) == ours:
+                    break
+                time.sleep(0.5)
+            else:
+                pytest.fail(f"broker {node}: our page never read the same twice in a row")
+            assert ours[0], f"broker {node}: no LEO of {topic} on our page"
+            assert theirs == ours, f"broker {node} in {style} style"
+
+
+@pytest.mark.parametrize("style", sorted(STYLES))
+def test_a_paused_follower_through_a_profile(lab: Lab, style: str, tmp_path: Path) -> None:
+    topic = f"profile-pause-{style}"
+    create_topic(lab.bootstrap_servers, topic, assignments={0: [1, 2, 3]}, min_insync_replicas=2)
+    with (
+        standalone_exporters(lab, style, tmp_path) as urls,
+        Recording(lab, jmx_urls=urls) as rec,
+    ):
+        load = Load(lab, topic, tmp_path / "acks.log", rate=200)
+        try:
+            rec.wait_for(
+                "with full ISR",
+                lambda e: isinstance(e, PartitionEvent) and e.topic == topic and len(e.isr) == 3,
+            )
+            lab.pause(3)
+            rec.wait_for(
+                "ISR without 3",
+                lambda e: isinstance(e, PartitionEvent) and e.topic == topic and 3 not in e.isr,
+            )
+            rec.wait_rounds(3)
+            events = rec.snapshot()  # while 3 is still paused
+        finally:
+            lab.resume(3)
+            load.finish()
+        detected = rec.collector.health.registry.get_sample_value
+        assert detected(
+            "kafka_replication_collector_jmx_profile", {"broker": "1", "profile": style}
+        )
+        events = rec.snapshot()
+    model = ClusterModel()
+    found = [f for e in events for f in model.apply(to_model(e))]
+    shrinks = [f for f in found if f.kind is FindingKind.ISR_SHRINK and f.topic == topic]
+    assert shrinks and shrinks[0].broker == 3, found
+    follower = model.partitions[("lab", topic, 0)].replica_states[3]
+    assert follower.lag_offsets > 0 and follower.lag_ms > 0, (follower.lag_offsets, follower.lag_ms)
