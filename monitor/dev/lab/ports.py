@@ -90,6 +90,10 @@ def listening(port: int, tables: Iterable[Path] = _TCP_TABLES) -> bool:
     return False
 
 
+#: How long a listening socket on a lab port may linger before it is another program's.
+LISTENER_GRACE_S = 10.0
+
+
 def wait_ports_free(
     host: str,
     ports: Iterable[int],
@@ -98,8 +102,9 @@ def wait_ports_free(
     say: Callable[[str], None] = lambda _msg: None,
     what: str = "",
 ) -> None:
-    """Return once every port can be bound; raise :class:`LabError` at once for a port a
-    listener holds (another program), or after ``timeout`` for one that stays busy.
+    """Return once every port can be bound; raise :class:`LabError` for a port a listener
+    holds for more than ``LISTENER_GRACE_S`` (another program), or after ``timeout`` for
+    one that stays busy.
 
     Non-listening holders (a connection in TIME_WAIT keeps its port for 60 s on Linux) are
     waited out, so a broker restarted right after it stopped does not fail for them.
@@ -107,8 +112,17 @@ def wait_ports_free(
     deadline = time.monotonic() + timeout
     told: set[int] = set()
     for port in ports:
+        listened_since: float | None = None
         while not port_free(host, port):
-            if listening(port):
+            if not listening(port):
+                listened_since = None
+            elif listened_since is None:
+                # A JVM that just exited can still hold its listeners for a moment: Linux
+                # shows its main thread as a zombie while other threads finish exiting and
+                # the shared file table closes only with the last (found by CI: a restart
+                # right after a stop saw the old exporter port listening).
+                listened_since = time.monotonic()
+            elif time.monotonic() - listened_since > LISTENER_GRACE_S:
                 raise LabError(
                     f"port {host}:{port}{what} is already in use by a listening socket; "
                     "choose another --base-port or stop whatever holds it"
@@ -120,7 +134,8 @@ def wait_ports_free(
                 )
             if port not in told:
                 told.add(port)
-                say(f"waiting for port {port}{what}: held by a closing connection")
+                held = "a listener (exiting?)" if listened_since else "a closing connection"
+                say(f"waiting for port {port}{what}: held by {held}")
             time.sleep(0.2)
 
 

@@ -62,17 +62,39 @@ def _counted_checks(
     return checks
 
 
-def test_a_port_held_by_a_listener_fails_at_once(
+def test_a_port_held_by_a_listener_fails_after_the_grace(
     listener: socket.socket, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Another program's listener fails the start, naming the port -- once it has outlived
+    the grace an exiting JVM gets (shortened here)."""
     port = listener.getsockname()[1]
     assert listening(port)
+    monkeypatch.setattr(ports, "LISTENER_GRACE_S", 0.5)
     checks = _counted_checks(monkeypatch, port)
     said: list[str] = []
     with pytest.raises(LabError, match=f"127.0.0.1:{port} \\(node 2\\) is already in use by a"):
         wait_ports_free("127.0.0.1", [port], timeout=30, say=said.append, what=" (node 2)")
-    assert checks == [False]  # the first check fails it: no second look, no wait
-    assert said == []
+    assert len(checks) > 1 and not any(checks)
+    assert said == [f"waiting for port {port} (node 2): held by a listener (exiting?)"]
+
+
+def test_a_listener_that_closes_within_the_grace_is_waited_out(
+    listener: socket.socket, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by CI: a broker restarted right after its stop saw its old exporter port
+    listening -- the exiting JVM's threads had not all gone."""
+    port = listener.getsockname()[1]
+    busy = 0
+
+    def close_after_three() -> None:
+        nonlocal busy
+        busy += 1
+        if busy == 3:
+            listener.close()
+
+    checks = _counted_checks(monkeypatch, port, close_after_three)
+    wait_ports_free("127.0.0.1", [port], timeout=30)
+    assert checks == [False, False, False, True]
 
 
 def test_a_port_held_by_a_connection_is_waited_out(
