@@ -69,6 +69,11 @@ class RoundResult:
     elr_known: bool = False
 
 
+#: A broker's JVM younger than this may not have registered its Kafka MBeans yet (and some
+#: exporter configurations delay their first page by up to two minutes).
+_STARTING_MS = 120_000
+
+
 class _Health:
     """The collector's own metrics (``kafka_replication_collector_*``)."""
 
@@ -198,12 +203,18 @@ class Collector:
             return broker, t, None, f"broker {broker}: {e!r}"
         profile = self._profile(broker, page)
         if profile is None:
-            # The broker answers (alive), but nothing on its page can be read.
+            # Nothing of Kafka's on the page: read what is common to every profile (the
+            # JVM's start: found by CI, a restarted broker's first pages otherwise read as
+            # a restart nobody can place). A broker that started in the last two minutes is
+            # still registering its MBeans; past that, the page is not one we can read.
+            scrape = jmx.parse(page, self.config.jmx_names_for("monitor"))
+            if scrape.started_at is not None and t - scrape.started_at < _STARTING_MS:
+                return broker, t, scrape, ""
             why = (
                 f"broker {broker}: no metric of a known exporter profile on {url} "
                 "(set jmx_profile or jmx_names: docs/collector.md)"
             )
-            return broker, t, jmx.BrokerScrape(), why
+            return broker, t, scrape, why
         scrape = jmx.parse(page, self.config.jmx_names_for(profile))
         if not scrape.leo and not scrape.counters and self.config.jmx_profile == "auto":
             # Its rules may have changed: detect again next round.

@@ -7,9 +7,17 @@ test ``test_jmx_profiles_lab.py`` reads the real agent running such rules."""
 
 from __future__ import annotations
 
+import functools
+import http.server
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
 import pytest
 from pydantic import ValidationError
 
+from monitor.collector.check import _check_endpoint
 from monitor.collector.collector import Collector
 from monitor.collector.config import CollectorConfig
 from monitor.collector.jmx import PROFILES, detect, missing, parse
@@ -110,3 +118,48 @@ def test_the_collector_detects_each_brokers_profile_and_keeps_it() -> None:
     assert sample("kafka_replication_collector_jmx_profile", {"broker": "1", "profile": "strimzi"})
     fixed = Collector(CollectorConfig(jmx_profile="confluent"))
     assert fixed._profile(1, STRIMZI) == "confluent"
+
+
+@contextmanager
+def _served(tmp_path: Path, page: str) -> Iterator[str]:
+    """``page`` served at a local /metrics URL."""
+    (tmp_path / "metrics").write_text(page)
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/metrics"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_profile_set_that_the_page_does_not_speak_fails_the_check(tmp_path: Path) -> None:
+    """``collect --check``'s endpoint line, without Kafka."""
+    with _served(tmp_path, STRIMZI) as url:
+        lines: list[str] = []
+        cfg = CollectorConfig(jmx_profile="monitor", jmx_urls={1: url})
+        assert _check_endpoint(cfg, 1, url, lines.append) == 1
+        assert lines == [
+            f"exporter of broker 1 ({url}): FAIL -- none of profile monitor's metrics on its page"
+        ]
+        lines.clear()
+        assert _check_endpoint(CollectorConfig(jmx_urls={1: url}), 1, url, lines.append) == 0
+        assert lines == [f"exporter of broker 1 ({url}): ok -- profile strimzi (detected)"]
+
+
+@pytest.mark.parametrize(("age_s", "error"), [(5, False), (600, True)])
+def test_a_page_without_kafka_metrics_still_says_when_the_broker_started(
+    tmp_path: Path, age_s: int, error: bool
+) -> None:
+    """Found by CI: a restarted broker's first pages carry the JVM's process metrics but no
+    Kafka MBean yet; read as nothing, the broker looked restarted with no start time. Its
+    start is read whatever the profile; only a broker up for minutes with no Kafka metric
+    is an error (a page the collector cannot read)."""
+    now_ms = 1_700_000_000_000
+    page = f"process_start_time_seconds {(now_ms / 1000 - age_s):.3f}\n"
+    with _served(tmp_path, page) as url:
+        c = Collector(CollectorConfig(jmx_urls={1: url}), clock=lambda: now_ms)
+        _, _, scrape, why = c._scrape(1, url, now_ms)
+    assert scrape is not None and scrape.started_at == now_ms - age_s * 1000
+    assert bool(why) is error, why
