@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from monitor.collector.check import check
 from monitor.collector.collector import Collector, RoundResult
 from monitor.collector.config import CollectorConfig
 from monitor.collector.security import KafkaConnectError
@@ -38,6 +39,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=[],
         metavar="ID=URL",
         help="a broker's JMX exporter URL (repeat per broker)",
+    )
+    p.add_argument(
+        "--jmx-profile",
+        choices=["auto", "monitor", "strimzi", "confluent"],
+        help="whose exporter rules name the metrics (default auto: detected per broker)",
+    )
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="check the configuration, Kafka and every exporter endpoint (its profile, what "
+        "it lacks), print a line each, exit 0 if all passed, 2 if not",
     )
     p.add_argument("--cluster", help="cluster name put on every event")
     p.add_argument("--topic", help="events topic (default __replication_monitor_events)")
@@ -77,6 +89,7 @@ def build_config(args: argparse.Namespace) -> CollectorConfig:
         ("interval_s", args.interval),
         ("metrics_port", args.metrics_port),
         ("metrics_host", args.metrics_host),
+        ("jmx_profile", args.jmx_profile),
     ):
         if value is not None:
             data[key] = value
@@ -91,6 +104,8 @@ def run(args: argparse.Namespace) -> int:
     except (ValidationError, ValueError, OSError) as e:
         print(f"monitor collect: invalid configuration: {e}", file=sys.stderr)
         return 2
+    if args.check:
+        return check(config)
     if not config.jmx_urls:
         print("monitor collect: no JMX exporter URLs (--jmx ID=URL or --lab DIR)", file=sys.stderr)
         return 2

@@ -1,0 +1,109 @@
+"""``monitor collect --check``: will this configuration work, before it runs?
+
+Checks, and prints one line each: the configuration (already validated when this runs),
+the connection to Kafka (the brokers it lists, the version it speaks), and each exporter
+endpoint -- reachable, the profile its page is read with (detected or set) and which of the
+metrics the collector reads it lacks. Brokers without an endpoint are named. Exit 0 when
+every check passed, 2 otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from monitor.collector import jmx
+from monitor.collector.collector import Collector
+from monitor.collector.config import CollectorConfig
+from monitor.collector.security import KafkaConnectError
+from monitor.collector.versions import broker_version
+
+#: What each metric of a broker's page feeds, for the lines naming what a page lacks.
+USED_FOR = {
+    "log_end_offset": "its replicas' log ends (for follower lag, HW stalls, truncation)",
+    "log_start_offset": "its replicas' log starts",
+    "fetcher_lag": "its fetchers' own lag in offsets",
+    "isr_shrinks": "its ISR shrink counter",
+    "isr_expands": "its ISR expand counter",
+    "under_replicated": "its under-replicated partition count",
+    "active_controller": "whether it is the active controller",
+    "unclean_elections": "the controller's unclean-election counter",
+    "process_start": "its JVM's start (a restart between two scrapes, for the counters)",
+}
+
+
+def check(config: CollectorConfig, say: Callable[[str], None] = print) -> int:
+    problems = 0
+    say(
+        f"configuration: ok (cluster {config.cluster}, {len(config.jmx_urls)} exporter "
+        f"endpoint(s), jmx_profile {config.jmx_profile})"
+    )
+    brokers: set[int] | None = None
+    collector = Collector(config)
+    try:
+        collector.start(produce=False)
+    except KafkaConnectError as e:
+        problems += 1
+        say(f"kafka: FAIL -- {e}")
+    else:
+        admin: Any = collector._admin
+        try:
+            cluster = admin.describe_cluster()
+            brokers = {int(b["broker_id"]) for b in cluster.get("brokers", [])}
+            version = broker_version(admin)
+            spoken = ".".join(map(str, version)) if version else "unknown"
+            say(f"kafka: ok -- brokers {sorted(brokers)}, protocol version {spoken}")
+        except Exception as e:  # a cluster that connects but cannot be described
+            problems += 1
+            say(f"kafka: FAIL -- describing the cluster: {e!r}")
+        finally:
+            collector.stop()
+    if not config.jmx_urls:
+        problems += 1
+        say("exporters: FAIL -- no endpoint (jmx_urls, --jmx ID=URL): `monitor collect` needs them")
+    for broker, url in sorted(config.jmx_urls.items()):
+        problems += _check_endpoint(config, broker, url, say)
+    if brokers is not None:
+        unknown = sorted(set(config.jmx_urls) - brokers)
+        if unknown:
+            problems += 1
+            say(f"exporters: FAIL -- brokers {unknown} have endpoints but are not in the cluster")
+        uncovered = sorted(brokers - set(config.jmx_urls))
+        if uncovered:
+            say(
+                f"exporters: brokers {uncovered} have no endpoint: their replicas' logs are not "
+                "read (metadata, ISR, HW and elections still are)"
+            )
+    say("result: ok" if problems == 0 else f"result: {problems} problem(s)")
+    return 0 if problems == 0 else 2
+
+
+def _check_endpoint(
+    config: CollectorConfig, broker: int, url: str, say: Callable[[str], None]
+) -> int:
+    where = f"exporter of broker {broker} ({url})"
+    try:
+        page = jmx.fetch(url, config.jmx_timeout_s)
+    except Exception as e:
+        say(f"{where}: FAIL -- {e!r}")
+        return 1
+    if config.jmx_profile == "auto":
+        profile = jmx.detect(page)
+        if profile is None:
+            say(
+                f"{where}: FAIL -- no metric of a known exporter profile on its page "
+                "(set jmx_profile or jmx_names: docs/collector.md)"
+            )
+            return 1
+        how = "detected"
+    else:
+        profile, how = config.jmx_profile, "set"
+    names = config.jmx_names_for(profile)
+    lacks = jmx.missing(page, names)
+    if set(lacks) >= set(type(names).model_fields) - {"process_start"}:
+        say(f"{where}: FAIL -- none of profile {profile}'s metrics on its page")
+        return 1
+    say(f"{where}: ok -- profile {profile} ({how})")
+    for field in lacks:
+        say(f"    lacks {field}: {USED_FOR[field]} not read")
+    return 0
