@@ -87,17 +87,14 @@ def _check_endpoint(
     except Exception as e:
         say(f"{where}: FAIL -- {e!r}")
         return 1
-    if config.jmx_profile == "auto":
-        profile = jmx.detect(page)
-        if profile is None:
-            say(
-                f"{where}: FAIL -- no metric of a known exporter profile on its page "
-                "(set jmx_profile or jmx_names: docs/collector.md)"
-            )
-            return 1
-        how = "detected"
-    else:
-        profile, how = config.jmx_profile, "set"
+    profile = jmx.profile_for(page, config.jmx_profile)
+    if profile is None:
+        say(
+            f"{where}: FAIL -- no metric of a known exporter profile on its page "
+            "(set jmx_profile or jmx_names: docs/collector.md)"
+        )
+        return 1
+    how = "detected" if config.jmx_profile == "auto" else "set"
     names = config.jmx_names_for(profile)
     lacks = jmx.missing(page, names)
     if set(lacks) >= set(type(names).model_fields) - {"process_start"}:

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from monitor.collector.check import check
 from monitor.collector.collector import Collector, RoundResult
 from monitor.collector.config import CollectorConfig
+from monitor.collector.jmx import PROFILES
 from monitor.collector.security import KafkaConnectError
 from monitor.contract.events import dumps
 
@@ -42,7 +43,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument(
         "--jmx-profile",
-        choices=["auto", "monitor", "strimzi", "confluent"],
+        choices=["auto", *PROFILES],
         help="whose exporter rules name the metrics (default auto: detected per broker)",
     )
     p.add_argument(

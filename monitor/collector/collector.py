@@ -227,12 +227,10 @@ class Collector:
         detected on its page (once, then kept)."""
         profile = self._profiles.get(broker)
         if profile is None:
-            configured = self.config.jmx_profile
-            profile = jmx.detect(page) if configured == "auto" else configured
+            profile = jmx.profile_for(page, self.config.jmx_profile)
             if profile is None:
                 return None
-            if configured == "auto":
-                log.info("broker %s: exporter profile %s detected on its page", broker, profile)
+            log.info("broker %s: read with exporter profile %s", broker, profile)
             self._profiles[broker] = profile
             self.health.jmx_profile.labels(str(broker), profile).set(1)
         return profile

@@ -49,27 +49,26 @@ class JmxNames(BaseModel):
     process_start: str = "process_start_time_seconds"
 
 
+_STRIMZI = JmxNames(
+    log_end_offset="kafka_log_log_logendoffset",
+    log_start_offset="kafka_log_log_logstartoffset",
+    fetcher_lag="kafka_server_fetcherlagmetrics_consumerlag",
+    isr_shrinks="kafka_server_replicamanager_isrshrinks_total",
+    isr_expands="kafka_server_replicamanager_isrexpands_total",
+    under_replicated="kafka_server_replicamanager_underreplicatedpartitions",
+    active_controller="kafka_controller_kafkacontroller_activecontrollercount",
+    unclean_elections="kafka_controller_controllerstats_uncleanleaderelections_total",
+)
 PROFILES: dict[str, JmxNames] = {
     "monitor": JmxNames(),
-    "strimzi": JmxNames(
-        log_end_offset="kafka_log_log_logendoffset",
-        log_start_offset="kafka_log_log_logstartoffset",
-        fetcher_lag="kafka_server_fetcherlagmetrics_consumerlag",
-        isr_shrinks="kafka_server_replicamanager_isrshrinks_total",
-        isr_expands="kafka_server_replicamanager_isrexpands_total",
-        under_replicated="kafka_server_replicamanager_underreplicatedpartitions",
-        active_controller="kafka_controller_kafkacontroller_activecontrollercount",
-        unclean_elections="kafka_controller_controllerstats_uncleanleaderelections_total",
-    ),
-    "confluent": JmxNames(
-        log_end_offset="kafka_log_log_logendoffset",
-        log_start_offset="kafka_log_log_logstartoffset",
-        fetcher_lag="kafka_server_fetcherlagmetrics_consumerlag",
-        isr_shrinks="kafka_server_replicamanager_isrshrinkspersec",
-        isr_expands="kafka_server_replicamanager_isrexpandspersec",
-        under_replicated="kafka_server_replicamanager_underreplicatedpartitions",
-        active_controller="kafka_controller_kafkacontroller_activecontrollercount",
-        unclean_elections="kafka_controller_controllerstats_uncleanleaderelectionspersec",
+    "strimzi": _STRIMZI,
+    # The same names but for the meters: untyped, ``persec`` kept, no ``_total``.
+    "confluent": _STRIMZI.model_copy(
+        update={
+            "isr_shrinks": "kafka_server_replicamanager_isrshrinkspersec",
+            "isr_expands": "kafka_server_replicamanager_isrexpandspersec",
+            "unclean_elections": "kafka_controller_controllerstats_uncleanleaderelectionspersec",
+        }
     ),
 }
 
@@ -87,7 +86,7 @@ def metric_names(text: str) -> set[str]:
     for line in text.splitlines():
         if line and line[0] != "#":
             brace = line.find("{")
-            names.add(line[:brace] if brace > 0 else line[: line.find(" ")])
+            names.add(line[:brace] if brace > 0 else line.split(" ", 1)[0])
     return names
 
 
@@ -106,6 +105,12 @@ def detect(text: str) -> str | None:
         if n > score:
             best, score = name, n
     return best
+
+
+def profile_for(text: str, configured: str) -> str | None:
+    """The profile to read a page with: ``configured``, or for ``"auto"`` the one
+    :func:`detect` finds on it (None: none)."""
+    return detect(text) if configured == "auto" else configured
 
 
 def missing(text: str, names: JmxNames) -> list[str]:

@@ -43,19 +43,22 @@ INCLUDE = [
     "kafka.controller:type=ControllerStats,name=UncleanLeaderElectionsPerSec",
 ]
 
-_FETCHER = r"kafka.server<type=(.+), name=(.+), clientId=(.+), topic=(.+), partition=(.*)><>Value"
+#: Both styles give the fetchers' per-partition lag a rule of its own (its three keys).
+_FETCHER_RULE = {
+    "pattern": (
+        r"kafka.server<type=(.+), name=(.+), clientId=(.+), topic=(.+), partition=(.*)><>Value"
+    ),
+    "name": "kafka_server_$1_$2",
+    "type": "GAUGE",
+    "labels": {"clientId": "$3", "topic": "$4", "partition": "$5"},
+}
 
 STYLES: dict[str, dict[str, object]] = {
     "strimzi": {
         "lowercaseOutputName": True,
         "includeObjectNames": INCLUDE,
         "rules": [
-            {
-                "pattern": _FETCHER,
-                "name": "kafka_server_$1_$2",
-                "type": "GAUGE",
-                "labels": {"clientId": "$3", "topic": "$4", "partition": "$5"},
-            },
+            _FETCHER_RULE,
             {
                 "pattern": r"kafka.(\w+)<type=(.+), name=(.+)PerSec\w*><>Count",
                 "name": "kafka_$1_$2_$3_total",
@@ -79,12 +82,7 @@ STYLES: dict[str, dict[str, object]] = {
         "lowercaseOutputLabelNames": True,
         "includeObjectNames": INCLUDE,
         "rules": [
-            {
-                "pattern": _FETCHER,
-                "name": "kafka_server_$1_$2",
-                "type": "GAUGE",
-                "labels": {"clientId": "$3", "topic": "$4", "partition": "$5"},
-            },
+            _FETCHER_RULE,
             {
                 "pattern": r"kafka.(\w+)<type=(.+), name=(.+), topic=(.+), partition=(.+)><>Value",
                 "name": "kafka_$1_$2_$3",
