@@ -202,6 +202,33 @@ def unclean_election() -> Timeline:
     return tl
 
 
+def unclean_election_admin_only() -> Timeline:
+    """The unclean election of :func:`unclean_election`, seen by a collector that reads the
+    Admin API only (a managed cluster without JMX): no replica samples; each round's broker
+    events say who the cluster metadata lists. The epoch record alone gives the loss."""
+    tl = Timeline(topic="unclean")
+    tl.config(rf=2, min_isr=1, unclean=True)
+    hw = 1000
+    tl.broker(1), tl.broker(2)
+    tl.meta(leader=1, epoch=4, replicas=[1, 2], isr=[1, 2], hw=hw)
+    for i in range(8):  # follower 2 stopped fetching; Kafka drops it from the ISR
+        tl.advance(5 * SECOND)
+        shrunk = i >= 5
+        hw = hw + 500 if shrunk else hw
+        tl.broker(1), tl.broker(2)
+        tl.meta(leader=1, epoch=4, replicas=[1, 2], isr=[1] if shrunk else [1, 2], hw=hw)
+    tl.advance(5 * SECOND)
+    tl.broker(1, alive=False), tl.broker(2)  # 1 dies: no longer listed
+    tl.meta(leader=None, epoch=5, replicas=[1, 2], isr=[1])
+    tl.advance(5 * SECOND)
+    tl.broker(1, alive=False), tl.broker(2)
+    tl.meta(leader=2, epoch=6, replicas=[1, 2], isr=[2], hw=1000, epoch_start=1000)
+    tl.advance(5 * SECOND)
+    tl.broker(1, alive=False), tl.broker(2)
+    tl.meta(leader=2, epoch=6, replicas=[1, 2], isr=[2], hw=1200)
+    return tl
+
+
 def old_leader_returns() -> Timeline:
     """After the unclean election, the old leader comes back still holding its 5000 offsets
     (ahead of the new leader), truncates to the new epoch's start (1000) and catches up --
@@ -1114,6 +1141,32 @@ SCENARIOS: list[Scenario] = [
             ("isr_shrink", "cause", "not_answering"),
         ],
         routine=True,
+    ),
+    Scenario(
+        "unclean_election_admin_only",
+        "Without JMX (Admin API only), the election is still judged: 2 was outside the last "
+        "ISR [1], and its own epoch record (OffsetsForLeaderEpoch) says its epoch began at "
+        "1000 of a committed 2500 -- the exact loss, with no replica sample at all.",
+        unclean_election_admin_only,
+        expect=[
+            "isr_shrink:event unclean/0 broker 2",
+            "offline:open unclean/0",
+            "offline:resolved unclean/0",
+            "leader_election:event unclean/0 broker 2",
+            "unclean_election:event unclean/0 broker 2",
+            "committed_data_loss:event unclean/0",
+            "durability_risk:open topic unclean",
+            "stale_telemetry:open broker 1",
+        ],
+        forbid=["hw_regression", "election_unverified", "election_pending", "follower_lag"],
+        details=[
+            ("committed_data_loss", "lost_from", 1000),
+            ("committed_data_loss", "lost_to", 2500),
+            ("committed_data_loss", "lost_count", 1500),
+            ("committed_data_loss", "leo_sampled", "epoch"),
+            ("unclean_election", "isr_before", [1]),
+            ("isr_shrink unclean/0 broker 2", "cause", "unknown"),
+        ],
     ),
     Scenario(
         "unclean_old_leader_rejoined",

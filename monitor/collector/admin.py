@@ -45,6 +45,9 @@ class Reads:
     #: The topics the cluster listed (after the collector's filters); None: the list
     #: could not be read.
     listed: set[str] | None = None
+    #: The brokers the cluster metadata lists (registered, and unfenced under KRaft); None:
+    #: the read failed.
+    brokers: set[int] | None = None
     errors: list[tuple[str, str]] = field(default_factory=list)  # (source, message)
 
     def metadata_complete(self) -> bool:
@@ -55,6 +58,20 @@ class Reads:
 
 def _ints(values: Any) -> tuple[int, ...]:
     return tuple(int(v) for v in (values or ()))
+
+
+def read_brokers(admin: KafkaAdminClient, reads: Reads) -> None:
+    """Fill ``reads.brokers``: the brokers the cluster lists, without the fenced ones (KRaft
+    lists a broker that stopped heartbeating as fenced; a stopped broker drops out within
+    its session timeout)."""
+    try:
+        cluster = admin.describe_cluster()
+    except KafkaError as e:
+        reads.errors.append(("brokers", repr(e)))
+        return
+    reads.brokers = {
+        int(b["broker_id"]) for b in cluster.get("brokers", []) if not b.get("is_fenced", False)
+    }
 
 
 def read_metadata(

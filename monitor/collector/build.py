@@ -85,10 +85,13 @@ def broker_event(
     observed_at: int,
     scrape: BrokerScrape | None,
     unclean_counter: bool = True,
+    alive: bool | None = None,
 ) -> BrokerEvent:
     """``alive`` is whether the broker answered; a silent broker is an event, not a gap.
     ``unclean_counter``: whether the unclean-election counter is a witness on this cluster
-    (:func:`monitor.collector.versions.trust_unclean_counter`); if not, it is left out."""
+    (:func:`monitor.collector.versions.trust_unclean_counter`); if not, it is left out.
+    A broker without an exporter endpoint (no ``scrape``) is said ``alive`` as the cluster
+    metadata lists it (Admin-API-only collection), with no counters."""
     c = scrape.counters if scrape is not None else {}
     active = c.get("active_controller")
     return BrokerEvent(
@@ -97,7 +100,7 @@ def broker_event(
         cluster=cluster,
         observed_at=observed_at,
         broker=broker,
-        alive=scrape is not None,
+        alive=scrape is not None if alive is None else alive,
         unclean_elections_total=c.get("unclean_elections_total") if unclean_counter else None,
         isr_shrinks_total=c.get("isr_shrinks_total"),
         isr_expands_total=c.get("isr_expands_total"),

@@ -3,7 +3,10 @@
 Checks, and prints one line each: the configuration (already validated when this runs),
 the connection to Kafka (the brokers it lists, the version it speaks), and each exporter
 endpoint -- reachable, the profile its page is read with (detected or set) and which of the
-metrics the collector reads it lacks. Brokers without an endpoint are named. Exit 0 when
+metrics the collector reads it lacks. Brokers without an endpoint are named, and the
+findings a configuration cannot give: with no endpoint at all the collector reads the Admin
+API only, which is no failure (a managed cluster may give no JMX), but the findings judged
+on replicas' log ends are then unavailable (:data:`NEEDS_REPLICA_SAMPLES`). Exit 0 when
 every check passed, 2 otherwise.
 """
 
@@ -17,6 +20,7 @@ from monitor.collector.collector import Collector
 from monitor.collector.config import CollectorConfig
 from monitor.collector.security import KafkaConnectError
 from monitor.collector.versions import broker_version
+from monitor.model import NEEDS_REPLICA_SAMPLES
 
 #: What each metric of a broker's page feeds, for the lines naming what a page lacks.
 USED_FOR = {
@@ -30,6 +34,17 @@ USED_FOR = {
     "unclean_elections": "the controller's unclean-election counter",
     "process_start": "its JVM's start (a restart between two scrapes, for the counters)",
 }
+
+
+def admin_only_notice() -> str:
+    """The line said when the collector has no exporter endpoint.
+
+    >>> admin_only_notice()  # doctest: +ELLIPSIS
+    'no JMX exporter endpoint: Admin API only -- unavailable: follower_lag, hw_lag, ...'
+    """
+    return "no JMX exporter endpoint: Admin API only -- unavailable: " + ", ".join(
+        str(k) for k in sorted(NEEDS_REPLICA_SAMPLES)
+    )
 
 
 def check(config: CollectorConfig, say: Callable[[str], None] = print) -> int:
@@ -59,8 +74,9 @@ def check(config: CollectorConfig, say: Callable[[str], None] = print) -> int:
         finally:
             collector.stop()
     if not config.jmx_urls:
-        problems += 1
-        say("exporters: FAIL -- no endpoint (jmx_urls, --jmx ID=URL): `monitor collect` needs them")
+        say(f"exporters: {admin_only_notice()}")
+        for kind, needs in sorted(NEEDS_REPLICA_SAMPLES.items()):
+            say(f"    {kind} needs {needs}")
     for broker, url in sorted(config.jmx_urls.items()):
         problems += _check_endpoint(config, broker, url, say)
     if brokers is not None:
@@ -72,7 +88,8 @@ def check(config: CollectorConfig, say: Callable[[str], None] = print) -> int:
         if uncovered:
             say(
                 f"exporters: brokers {uncovered} have no endpoint: their replicas' logs are not "
-                "read (metadata, ISR, HW and elections still are)"
+                "read (metadata, ISR, HW and elections still are; "
+                f"{', '.join(sorted(NEEDS_REPLICA_SAMPLES))} not judged on them)"
             )
     say("result: ok" if problems == 0 else f"result: {problems} problem(s)")
     return 0 if problems == 0 else 2

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from monitor.collector.check import check
+from monitor.collector.check import admin_only_notice, check
 from monitor.collector.collector import Collector, RoundResult
 from monitor.collector.config import CollectorConfig
 from monitor.collector.jmx import PROFILES
@@ -26,7 +26,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "collect",
         help="collect replication telemetry from a cluster and publish it as events",
         description="Every interval, reads each broker's JMX exporter and the Admin API, and "
-        "produces validated events to the events topic. Settings: --config FILE (TOML or "
+        "produces validated events to the events topic. Without exporter endpoints it reads "
+        "the Admin API only (the findings that need JMX are then unavailable: collect --check "
+        "names them). Settings: --config FILE (TOML or "
         "JSON), flags, or MONITOR_COLLECTOR_* environment variables.",
     )
     p.add_argument("--config", type=Path, help="TOML or JSON file with CollectorConfig keys")
@@ -108,8 +110,7 @@ def run(args: argparse.Namespace) -> int:
     if args.check:
         return check(config)
     if not config.jmx_urls:
-        print("monitor collect: no JMX exporter URLs (--jmx ID=URL or --lab DIR)", file=sys.stderr)
-        return 2
+        print(f"monitor collect: {admin_only_notice()}", file=sys.stderr)
     collector = Collector(config)
     try:
         collector.start(produce=args.out is None)

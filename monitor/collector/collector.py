@@ -24,6 +24,7 @@ from monitor.collector import build, jmx
 from monitor.collector.admin import (
     Reads,
     TopicDurability,
+    read_brokers,
     read_epoch_starts,
     read_high_watermarks,
     read_metadata,
@@ -235,6 +236,20 @@ class Collector:
             self.health.jmx_profile.labels(str(broker), profile).set(1)
         return profile
 
+    def _unscraped_brokers(self, reads: Reads, t_meta: int) -> list[AnyEvent]:
+        """Broker events for the brokers without an exporter endpoint (all of them in
+        Admin-API-only collection): alive as the cluster metadata lists them. The brokers
+        are those listed and those holding a replica; none when the list could not be
+        read (nothing is known of them this round)."""
+        if reads.brokers is None:
+            return []
+        assigned = {b for p in reads.partitions for b in p.replicas}
+        unscraped = (reads.brokers | assigned) - set(self.config.jmx_urls)
+        return [
+            build.broker_event(self.config.cluster, b, t_meta, None, alive=b in reads.brokers)
+            for b in sorted(unscraped)
+        ]
+
     def _reassignments(self, reads: Reads) -> dict[tuple[str, int], tuple[list[int], list[int]]]:
         """The running reassignments, and ``([], [])`` once for each that ended since the
         last successful read (a failed read says nothing: the model keeps what it knew)."""
@@ -276,6 +291,7 @@ class Collector:
         before = Reads()
         read_reassignments(self._admin, before)
         t_meta = self._clock()
+        read_brokers(self._admin, reads)
         res.elr_known = read_metadata(self._admin, self._exclude, cfg.include_internal, reads)
         if reads.partitions:
             read_high_watermarks(self._admin, reads)
@@ -317,6 +333,7 @@ class Collector:
             if scrape is not None:
                 kept = build.replica_events(cfg.cluster, broker, t, scrape, keep)
                 res.events.extend(e for e in kept if not self._exclude.search(e.topic))
+        res.events.extend(self._unscraped_brokers(reads, t_meta))
         res.events.extend(
             build.partition_events(
                 cfg.cluster,

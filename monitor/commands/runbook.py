@@ -24,6 +24,7 @@ from typing import Any
 from monitor.contract.state import OpenFinding, PartitionView
 from monitor.model import (
     EVENT_KINDS,
+    NEEDS_REPLICA_SAMPLES,
     TRANSITION_KINDS,
     Finding,
     FindingKind,
@@ -237,6 +238,31 @@ def check_status(
     return code, f"{CODE_NAMES[code]} - " + "; ".join(w for _, w in parts)
 
 
+def unavailable_kinds(st: Status) -> list[FindingKind]:
+    """The kinds no partition can be judged on: those needing replica samples, when none
+    reached any partition (the collector reads the Admin API only)."""
+    if st.partitions and st.without_replica_samples == st.partitions:
+        return sorted(NEEDS_REPLICA_SAMPLES)
+    return []
+
+
+def replica_samples_line(st: Status) -> str:
+    """What the missing replica samples cost, for ``monitor status``.
+
+    >>> replica_samples_line(Status(partitions=4, without_replica_samples=4))  # doctest: +ELLIPSIS
+    'none (Admin API only): follower_lag, hw_lag, log_divergence, ... unavailable'
+    >>> replica_samples_line(Status(partitions=4, without_replica_samples=1))  # doctest: +ELLIPSIS
+    '1 of 4 partitions without (brokers without an exporter): follower_lag, ... not judged there'
+    """
+    unavailable = unavailable_kinds(st)
+    if unavailable:
+        return f"none (Admin API only): {', '.join(unavailable)} unavailable"
+    return (
+        f"{st.without_replica_samples} of {st.partitions} partitions without (brokers without "
+        f"an exporter): {', '.join(sorted(NEEDS_REPLICA_SAMPLES))} not judged there"
+    )
+
+
 def run_status(args: argparse.Namespace) -> int:
     src = _source(args)
     st = src.summary()
@@ -285,6 +311,8 @@ def run_status(args: argparse.Namespace) -> int:
             "under_min_isr": st.under_min_isr,
             "under_replicated": st.under_replicated,
             "silent_brokers": st.silent_brokers,
+            "without_replica_samples": st.without_replica_samples,
+            "unavailable": [str(k) for k in unavailable_kinds(st)],
             "newest_observed_at": st.newest_observed_at,
             "freshness": {
                 "newest_observed_at": fresh.newest_observed_at,
@@ -313,6 +341,8 @@ def run_status(args: argparse.Namespace) -> int:
     print(f"under min ISR:      {st.under_min_isr}")
     print(f"under-replicated:   {st.under_replicated}")
     print(f"silent brokers:     {', '.join(map(str, st.silent_brokers)) or 'none'}")
+    if st.without_replica_samples:
+        print(f"replica samples:    {replica_samples_line(st)}")
     if telemetry_age is not None:
         # (a captured file is a snapshot: only a store, which a job should keep writing,
         # goes stale)

@@ -15,7 +15,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from monitor.exporter.snapshot import Snapshot
-from monitor.model import EVENT_KINDS, SEVERITY, FindingKind
+from monitor.model import EVENT_KINDS, NEEDS_REPLICA_SAMPLES, SEVERITY, FindingKind
 
 NS = "kafka_replication"
 PerPartition = Literal["findings", "all", "none"]
@@ -60,11 +60,13 @@ class ReplicationCollector(Collector):
 
     def _aggregates(self, snap: Snapshot) -> Iterator[Metric]:
         tracked: Counter[str] = Counter()
+        unsampled: Counter[str] = Counter()
         open_c: Counter[tuple[str, str, str]] = Counter()
         open_t: Counter[tuple[str, str, str, str]] = Counter()
         clusters: set[str] = set()
         for v in snap.partitions.values():
             tracked[v.cluster] += 1
+            unsampled[v.cluster] += not v.replica_states
             clusters.add(v.cluster)
             for o in v.open_findings:
                 sev = o.severity.label
@@ -82,6 +84,26 @@ class ReplicationCollector(Collector):
         g = _g("partitions", "Partitions tracked.", ["cluster"])
         for cluster in sorted(clusters):
             g.add_metric([cluster], tracked[cluster])
+        yield g
+        g = _g(
+            "partitions_without_replica_samples",
+            "Partitions no replica sample (JMX) has reached: the findings that need one "
+            "are not judged there.",
+            ["cluster"],
+        )
+        for cluster in sorted(clusters):
+            g.add_metric([cluster], unsampled[cluster])
+        yield g
+        g = _g(
+            "finding_unavailable",
+            "1 for a kind no partition can be judged on: it needs replica samples and none "
+            "came (the collector reads the Admin API only).",
+            ["cluster", "kind"],
+        )
+        for cluster in sorted(clusters):
+            none = tracked[cluster] > 0 and unsampled[cluster] == tracked[cluster]
+            for kind in sorted(NEEDS_REPLICA_SAMPLES):
+                g.add_metric([cluster, str(kind)], 1 if none else 0)
         yield g
         g = _g(
             "open_findings",

@@ -16,6 +16,7 @@ from monitor.model.events import (
 )
 from monitor.model.findings import (
     EVENT_KINDS,
+    NEEDS_REPLICA_SAMPLES,
     SEVERITY,
     TRANSITION_KINDS,
     Finding,
@@ -30,6 +31,7 @@ from monitor.model.state import EpochEntry, PartitionState, ReplicaState, TopicC
 __all__ = [
     "EVENT_KINDS",
     "KAFKA_REPLICA_LAG_TIME_MAX_MS",
+    "NEEDS_REPLICA_SAMPLES",
     "SEVERITY",
     "TRANSITION_KINDS",
     "BrokerReport",

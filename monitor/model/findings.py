@@ -107,6 +107,17 @@ EVENT_KINDS: frozenset[FindingKind] = frozenset(
     }
 )
 
+#: Kinds judged on replicas' log ends (``replica`` events: each broker's JMX exporter), so
+#: unavailable where the collector reads only the Admin API (a managed cluster without JMX)
+#: -- each with what it needs. Everything else is judged on the metadata, the HW
+#: (ListOffsets) and the epoch records (OffsetsForLeaderEpoch), which the Admin API gives.
+NEEDS_REPLICA_SAMPLES: dict[FindingKind, str] = {
+    FindingKind.FOLLOWER_LAG: "each follower's log end against its leader's",
+    FindingKind.HW_LAG: "the leader's log end, to tell a stalled HW from a quiet partition",
+    FindingKind.TRUNCATION_BELOW_HW: "a replica's log end going back below the HW",
+    FindingKind.LOG_DIVERGENCE: "a follower's log end staying ahead of its new leader's",
+}
+
 #: One-off findings that mark a change whose lasting state is a condition (the ISR's size:
 #: ``under_replicated``, ``at_min_isr``, ``under_min_isr``, ``offline``): a broker restart
 #: shrinks and re-expands the ISR, so these say nothing once the condition has resolved.

@@ -184,6 +184,9 @@ class Status:
     offline: int = 0
     under_min_isr: int = 0
     under_replicated: int = 0
+    #: Partitions no replica sample has reached (Admin-API-only collection, or brokers
+    #: without an exporter): the findings of ``NEEDS_REPLICA_SAMPLES`` are not judged there.
+    without_replica_samples: int = 0
     silent_brokers: list[int] = field(default_factory=list)
     newest_observed_at: int = -1
 
@@ -199,4 +202,5 @@ def status(views: Iterable[PartitionView], silent_brokers: Iterable[int] = ()) -
         st.offline += v.leader is None
         st.under_min_isr += v.min_isr is not None and len(v.isr) < v.min_isr
         st.under_replicated += v.leader is not None and len(v.isr) < len(v.replicas)
+        st.without_replica_samples += not v.replica_states
     return st

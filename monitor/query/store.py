@@ -178,6 +178,8 @@ class StoreReader:
             f"AND coalesce(len(isr), 0) < {MIN_ISR}) AS under_min_isr, "
             "count(*) FILTER (WHERE leader >= 0 "
             "AND coalesce(len(isr), 0) < coalesce(len(replicas), 0)) AS under_replicated, "
+            "count(*) FILTER (WHERE coalesce(len(replica_states), 0) = 0) "
+            "AS without_replica_samples, "
             "coalesce(max(updated_at), -1) AS newest_observed_at FROM cur"
         )[0]
         opens = self.query(
@@ -456,6 +458,7 @@ class StoreSource:
             offline=int(s["offline"]),
             under_min_isr=int(s["under_min_isr"]),
             under_replicated=int(s["under_replicated"]),
+            without_replica_samples=int(s["without_replica_samples"]),
             newest_observed_at=int(s["newest_observed_at"]),
             silent_brokers=sorted(b.broker for b in self._silent()),
         )

@@ -21,6 +21,7 @@ from monitor.contract.events import (
     AnyEvent,
     BrokerEvent,
     PartitionEvent,
+    ReplicaEvent,
     dumps,
     parse_event,
     to_model,
@@ -38,17 +39,24 @@ def _partition(topic: str, pred: Callable[[PartitionEvent], bool]) -> Callable[[
     return lambda e: isinstance(e, PartitionEvent) and e.topic == topic and pred(e)
 
 
-@pytest.fixture
-def recording(lab: Lab) -> Iterator[Recording]:
-    with Recording(lab) as rec:
+@pytest.fixture(params=["jmx", "admin_only"])
+def recording(lab: Lab, request: pytest.FixtureRequest) -> Iterator[Recording]:
+    """The collector as configured on most clusters (every broker's exporter), and with no
+    exporter endpoint at all: the Admin API only (issue 18, a cluster without JMX)."""
+    with Recording(lab, jmx_urls=None if request.param == "jmx" else {}) as rec:
         rec.wait_rounds(1)
         yield rec
+
+
+def _mode(recording: Recording) -> str:
+    """A suffix for the test's topic: each mode runs on the one session lab."""
+    return "" if recording.config.jmx_urls else "-admin"
 
 
 def test_paused_follower_leaves_isr_and_returns(lab: Lab, recording: Recording) -> None:
     """SIGSTOP on a follower: its replica leaves the ISR (and its broker reads as not
     alive) in the collected events; SIGCONT brings it back into the ISR."""
-    topic = "col-pause"
+    topic = "col-pause" + _mode(recording)
     create_topic(lab.bootstrap_servers, topic, assignments={0: [1, 2, 3]}, min_insync_replicas=2)
     recording.wait_for("with full ISR", _partition(topic, lambda e: sorted(e.isr) == [1, 2, 3]))
     lab.pause(3)
@@ -63,7 +71,7 @@ def test_paused_follower_leaves_isr_and_returns(lab: Lab, recording: Recording) 
 
 def test_killed_leader_yields_new_leader_and_higher_epoch(lab: Lab, recording: Recording) -> None:
     """SIGKILL on the leader's broker: a partition event with another leader, higher epoch."""
-    topic = "col-kill"
+    topic = "col-kill" + _mode(recording)
     create_topic(lab.bootstrap_servers, topic, assignments={0: [2, 3, 1]}, min_insync_replicas=2)
     before = recording.wait_for("led by 2", _partition(topic, lambda e: e.leader == 2))
     assert isinstance(before, PartitionEvent)
@@ -91,7 +99,7 @@ def test_a_restarted_broker_is_read_as_soon_as_it_leads(lab: Lab, recording: Rec
     down, the list lacked broker 2 after its restart, and the first 15 s of its leadership
     carried no HW and no epoch record (the loss was judged on a stale sample: under-reported).
     Now the first rounds of its leadership read both."""
-    topic = "col-rejoin"
+    topic = "col-rejoin" + _mode(recording)
     create_topic(lab.bootstrap_servers, topic, assignments={0: [2, 1]}, min_insync_replicas=1)
     recording.wait_for("led by 2", _partition(topic, lambda e: e.leader == 2))
     produce(lab.bootstrap_servers, topic, rate=400, count=100, acks="all")
@@ -127,7 +135,7 @@ def test_unclean_election_loss_matches_what_a_consumer_reads(
 ) -> None:
     """Forced unclean election of a lagging replica: replaying the collected events reports
     unclean_election and committed_data_loss with exactly the count a consumer confirms."""
-    topic = "col-unclean"
+    topic = "col-unclean" + _mode(recording)
     acks = tmp_path / "acks.jsonl"
     create_topic(lab.bootstrap_servers, topic, assignments={0: [1, 2]}, min_insync_replicas=1)
     produce(lab.bootstrap_servers, topic, rate=400, count=200, acks="all", log_path=acks)
@@ -170,6 +178,9 @@ def test_unclean_election_loss_matches_what_a_consumer_reads(
     assert loss.details["lost_count"] == report.lost_count
     assert (loss.details["lost_from"], loss.details["lost_to"]) == (200, 500)
     assert loss.details["leo_sampled"] == "epoch"  # exact, not a sample
+    if not recording.config.jmx_urls:
+        # Admin API only: no replica sample at all, and still the exact loss.
+        assert not [e for e in recording.events if isinstance(e, ReplicaEvent)]
 
 
 def test_published_events_are_valid_and_keyed(lab: Lab) -> None:

@@ -129,13 +129,22 @@ def _offline_collector(
     brokers: int = 1,
     read_metadata: Any = None,
     clock: Any = None,
+    registered: set[int] | None = None,
+    jmx: bool = True,
 ) -> Any:
     """A Collector whose Admin reads and JMX pages are stubs; ``_pool`` has one worker (the
-    brokers are read one after another). The caller shuts the pool down."""
+    brokers are read one after another). The caller shuts the pool down. ``registered``:
+    the brokers the metadata lists (default: every broker); ``jmx=False``: no endpoints."""
     from concurrent.futures import ThreadPoolExecutor
 
     from monitor.collector import collector as mod
 
+    listed = set(range(1, brokers + 1)) if registered is None else registered
+
+    def read_brokers(admin: object, reads: Any) -> None:
+        reads.brokers = set(listed)
+
+    monkeypatch.setattr(mod, "read_brokers", read_brokers)
     monkeypatch.setattr(
         mod, "read_metadata", read_metadata or (lambda admin, exclude, internal, reads: True)
     )
@@ -147,7 +156,7 @@ def _offline_collector(
     config = CollectorConfig(
         cluster="c",
         kafka={"bootstrap_servers": "127.0.0.1:1"},
-        jmx_urls={b: f"http://broker-{b}" for b in range(1, brokers + 1)},
+        jmx_urls={b: f"http://broker-{b}" for b in range(1, brokers + 1)} if jmx else {},
     )
     c = mod.Collector(config) if clock is None else mod.Collector(config, clock=clock)
     c._admin = object()
@@ -183,6 +192,35 @@ def test_a_round_without_metadata_keeps_filtering_by_the_last_topics(
             assert "orders" in topics
     finally:
         c._pool.shutdown()
+
+
+def test_without_exporters_brokers_are_said_alive_as_the_metadata_lists_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Admin-API-only collection (issue 18): no replica events; a broker event for every
+    broker listed or holding a replica, alive as listed (broker 3 holds a replica and is
+    not listed: stopped, or fenced), with no counters; the partition events as always."""
+    from monitor.collector.admin import Reads
+    from monitor.contract.events import BrokerEvent, PartitionEvent, ReplicaEvent
+
+    def metadata(admin: object, exclude: object, internal: bool, reads: Reads) -> bool:
+        reads.partitions.append(PartitionMetadata("orders", 0, 1, 4, (1, 3), (1,), (3,), ()))
+        reads.listed = {"orders"}
+        return True
+
+    c = _offline_collector(
+        monkeypatch, PAGE, brokers=2, read_metadata=metadata, registered={1, 2}, jmx=False
+    )
+    try:
+        res = c.round()
+    finally:
+        c._pool.shutdown()
+    assert not [e for e in res.events if isinstance(e, ReplicaEvent)]
+    brokers = {e.broker: e for e in res.events if isinstance(e, BrokerEvent)}
+    assert {b: e.alive for b, e in brokers.items()} == {1: True, 2: True, 3: False}
+    assert all(e.isr_shrinks_total is None and e.started_at is None for e in brokers.values())
+    (part,) = [e for e in res.events if isinstance(e, PartitionEvent)]
+    assert (part.leader, part.leader_epoch, part.isr) == (1, 4, [1])
 
 
 def test_a_rounds_jmx_samples_share_one_stamp(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -114,8 +114,9 @@ def _check(*args: str) -> tuple[int, str]:
 
 def test_collect_check_says_what_each_endpoint_gives(lab: Lab, tmp_path: Path) -> None:
     """``collect --check`` on the lab: exit 0 when Kafka and every endpoint answer, with
-    each endpoint's profile; exit 2 naming the endpoint that does not answer, the broker
-    that is not in the cluster, and a Kafka that cannot be reached."""
+    each endpoint's profile, and with none at all (Admin API only, naming the findings that
+    are then unavailable); exit 2 naming the endpoint that does not answer, the broker that
+    is not in the cluster, and a Kafka that cannot be reached."""
     closed = f"http://127.0.0.1:{free_port()}/metrics"
     with standalone_exporters(lab, "strimzi", tmp_path) as urls:
         boot = ["--bootstrap", lab.bootstrap_servers]
@@ -137,6 +138,12 @@ def test_collect_check_says_what_each_endpoint_gives(lab: Lab, tmp_path: Path) -
         rc, out = _check(*boot, f"--jmx=1={urls[1]}", "--jmx-profile", "confluent")
         assert rc == 0, out  # set, not detected: the strimzi page lacks confluent's counters
         assert "profile confluent (set)" in out and "lacks isr_shrinks" in out
+
+    # No endpoint at all: Admin API only -- no failure, but the findings it cannot give.
+    rc, out = _check("--bootstrap", lab.bootstrap_servers)
+    assert rc == 0, out
+    assert "exporters: no JMX exporter endpoint: Admin API only -- unavailable: " in out
+    assert "follower_lag needs each follower's log end" in out
 
     rc, out = _check("--bootstrap", f"127.0.0.1:{free_port()}", f"--jmx=1={closed}")
     assert rc == 2 and "kafka: FAIL" in out, out

@@ -33,6 +33,21 @@ def test_status_counts_the_incident(capsys: pytest.CaptureFixture[str]) -> None:
     assert st["summary"].startswith("CRITICAL - 1 committed_data_loss in the window")
 
 
+def test_status_says_which_findings_an_admin_only_collection_cannot_give(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """No replica sample reached any partition (the collector read the Admin API only):
+    status names the kinds it cannot judge rather than staying silent; with samples, none."""
+    admin_only = str(DATA / "unclean_election_admin_only.jsonl")
+    st = _json(capsys, "status", "--events", admin_only, code=2)
+    assert st["without_replica_samples"] == st["partitions"] == 1
+    assert st["unavailable"] == ["follower_lag", "hw_lag", "log_divergence", "truncation_below_hw"]
+    main(["status", "--events", admin_only])
+    assert "replica samples:    none (Admin API only): follower_lag" in capsys.readouterr().out
+    st = _json(capsys, "status", "--events", UNCLEAN, code=2)
+    assert (st["without_replica_samples"], st["unavailable"]) == (0, [])
+
+
 @pytest.mark.parametrize(
     ("scenario", "extra", "code", "word"),
     [

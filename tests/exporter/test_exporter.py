@@ -73,6 +73,23 @@ def test_unclean_election_is_exported_with_its_numbers() -> None:
     ]
 
 
+def test_findings_an_admin_only_collection_cannot_give_are_exported() -> None:
+    """Without replica samples (Admin API only) the kinds that need them say 1 in
+    ``finding_unavailable`` -- not silence; with samples, 0."""
+    for name, unavailable in (
+        ("unclean_election_admin_only.jsonl", 1.0),
+        ("unclean_election.jsonl", 0.0),
+    ):
+        _, snap = _load(name)
+        s = _samples(_scrape(snap))
+        got = {lab["kind"]: v for lab, v in s["kafka_replication_finding_unavailable"]}
+        assert got == dict.fromkeys(
+            ["follower_lag", "hw_lag", "log_divergence", "truncation_below_hw"], unavailable
+        ), name
+        (without,) = s["kafka_replication_partitions_without_replica_samples"]
+        assert without[1] == (1.0 if unavailable else 0.0)
+
+
 def test_recovered_partition_series_disappear() -> None:
     """With default cardinality a healed partition leaves no per-partition series behind."""
     tl = Timeline(topic="heal")

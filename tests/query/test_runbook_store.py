@@ -165,6 +165,8 @@ def test_status(incident: Incident, capsys: pytest.CaptureFixture[str]) -> None:
     assert st["partitions"] >= 3
     assert st["silent_brokers"] == [1]
     assert st["under_replicated"] >= 1
+    # (every partition has replica samples: the lab's brokers all run an exporter)
+    assert (st["without_replica_samples"], st["unavailable"]) == (0, [])
     assert st["open_by_kind"].get("under_replicated", 0) >= 1
     began, ended = incident.window
     fresh = st["freshness"]
