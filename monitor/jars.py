@@ -70,8 +70,26 @@ def jars_root() -> Path:
     return cache_root() / "jars"
 
 
-#: Kafka broker version the lab runs (latest 4.1.x patch on Maven Central; ELR on by default).
+#: Kafka broker version the lab runs by default (latest 4.1.x patch on Maven Central; ELR on
+#: by default). Other versions: ``monitor lab up --kafka-version V`` (docs/lab.md).
 KAFKA_VERSION = "4.1.2"
+
+#: The Kafka versions the lab is tested on (CI's version matrix, docs/collector.md's support
+#: matrix): the newest 3.9 (ZooKeeper and KRaft), the default, and the newest release.
+KAFKA_VERSIONS_TESTED = ("3.9.2", KAFKA_VERSION, "4.4.0")
+
+
+def kafka_major(version: str) -> int:
+    """The major version of a Kafka version string.
+
+    >>> kafka_major("3.9.2"), kafka_major("4.4.0")
+    (3, 4)
+    """
+    head = version.split(".", 1)[0]
+    if not head.isdigit():
+        raise JarError(f"not a Kafka version: {version!r} (expected e.g. 3.9.2 or 4.1.2)")
+    return int(head)
+
 
 #: JMX exporter java agent. 1.0.1 is the newest *agent* on Maven Central: from 1.1.0 on the
 #: project publishes the agent jar only as a GitHub release asset (only its ``collector``
@@ -193,6 +211,13 @@ _VERSION_PROPERTY = {
 }
 
 
+def _profile(jar_set: JarSet, version: str) -> str:
+    """The POM profile of a set: Kafka 3.x has its own (log4j 1 through reload4j)."""
+    if jar_set is JarSet.KAFKA and kafka_major(version) < 4:
+        return "kafka3"
+    return jar_set.value
+
+
 def _run_maven(jar_set: JarSet, version: str, out_dir: Path) -> tuple[int, str]:
     """Run ``copy-dependencies`` for one profile, echoing Maven's progress; return (rc, output)."""
     cmd = [
@@ -202,7 +227,7 @@ def _run_maven(jar_set: JarSet, version: str, out_dir: Path) -> tuple[int, str]:
         "-f",
         str(POM_PATH),
         "-P",
-        jar_set.value,
+        _profile(jar_set, version),
         f"-Dmaven.repo.local={maven_repo()}",
         f"-D{_VERSION_PROPERTY[jar_set]}={version}",
         "dependency:copy-dependencies",
@@ -325,11 +350,13 @@ def resolve(
     sets: Iterable[JarSet | str] = (JarSet.KAFKA, JarSet.JMX),
     *,
     spark_version: str | None = None,
+    kafka_version: str | None = None,
 ) -> Paths:
     """Make sure the requested jar sets are in the cache; run ``mvn`` only for missing ones.
 
     Returns the folders. Raises :class:`JarError` with a readable reason when ``mvn`` or
-    ``java`` is missing, or Maven fails.
+    ``java`` is missing, or Maven fails. ``kafka_version``: the broker's (default
+    :data:`KAFKA_VERSION`).
     """
     wanted = {JarSet(s) for s in sets}
     result: dict[str, Path] = {}
@@ -341,6 +368,9 @@ def resolve(
                 explicit = bool(spark_version or os.environ.get("MONITOR_SPARK_KAFKA_VERSION"))
                 version = _set_version(jar_set, spark_version)
                 result[jar_set.value] = _resolve_spark(version, explicit)
+            elif jar_set is JarSet.KAFKA and kafka_version is not None:
+                kafka_major(kafka_version)  # a readable error before Maven's
+                result[jar_set.value] = _resolve_one(jar_set, kafka_version)
             else:
                 result[jar_set.value] = _resolve_one(jar_set, _set_version(jar_set, None))
     return Paths(**result)
@@ -351,16 +381,16 @@ def _jars_in(folder: Path) -> list[Path]:
     return [folder / str(j) for j in data["jars"]]
 
 
-def kafka_jars() -> list[Path]:
+def kafka_jars(version: str | None = None) -> list[Path]:
     """The broker's classpath entries (resolving them first if needed)."""
-    folder = resolve([JarSet.KAFKA]).kafka
+    folder = resolve([JarSet.KAFKA], kafka_version=version).kafka
     assert folder is not None
     return _jars_in(folder)
 
 
-def kafka_classpath() -> str:
-    """The broker's classpath as one ``-cp`` string."""
-    return os.pathsep.join(str(j) for j in kafka_jars())
+def kafka_classpath(version: str | None = None) -> str:
+    """The broker's classpath as one ``-cp`` string (ZooKeeper's too, for Kafka 3.x)."""
+    return os.pathsep.join(str(j) for j in kafka_jars(version))
 
 
 def jmx_agent_jar() -> Path:

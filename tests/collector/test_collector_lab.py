@@ -31,6 +31,10 @@ from monitor.dev.lab.cluster import Lab
 from monitor.dev.lab.load import produce, verify
 from monitor.model import ClusterModel, FindingKind
 from tests.collector.helpers import Recording
+from tests.dev.lab.helpers import VERSION_LABS, heal, version_lab
+
+#: First base port tried for the version labs (the session lab's block is 29092).
+VERSION_BASE_PORT = 33092
 
 pytestmark = pytest.mark.lab
 
@@ -39,17 +43,50 @@ def _partition(topic: str, pred: Callable[[PartitionEvent], bool]) -> Callable[[
     return lambda e: isinstance(e, PartitionEvent) and e.topic == topic and pred(e)
 
 
-@pytest.fixture(params=["jmx", "admin_only"])
-def recording(lab: Lab, request: pytest.FixtureRequest) -> Iterator[Recording]:
-    """The collector as configured on most clusters (every broker's exporter), and with no
+#: Where each test runs (issue 18's version matrix), and how the collector reads it: the
+#: session lab (the default version) with every broker's exporter and with none (Admin API
+#: only); then a lab of each other version and mode, with exporters. Module-scoped: pytest
+#: runs one lab's tests together and stops it before the next starts.
+CLUSTERS = [
+    pytest.param(("default", "jmx"), id="default"),
+    pytest.param(("default", "admin_only"), id="default-admin_only"),
+    *(pytest.param((f"{v}-{m}", "jmx"), id=f"kafka-{v}-{m}") for v, m in VERSION_LABS),
+]
+
+
+@pytest.fixture(scope="module", params=CLUSTERS)
+def cluster(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Lab, str]]:
+    which, mode = request.param
+    if which == "default":
+        yield request.getfixturevalue("lab_session"), mode
+        return
+    version, metadata = next((v, m) for v, m in VERSION_LABS if f"{v}-{m}" == which)
+    lab_dir = tmp_path_factory.mktemp(f"kafka-lab-{which}")
+    for lab in version_lab(lab_dir, VERSION_BASE_PORT, version, metadata):
+        yield lab, mode
+
+
+@pytest.fixture
+def lab(cluster: tuple[Lab, str]) -> Iterator[Lab]:
+    """This module's lab, every broker healthy before and after the test."""
+    heal(cluster[0])
+    yield cluster[0]
+    heal(cluster[0])
+
+
+@pytest.fixture
+def recording(lab: Lab, cluster: tuple[Lab, str]) -> Iterator[Recording]:
+    """The collector as configured on most clusters (every broker's exporter), or with no
     exporter endpoint at all: the Admin API only (issue 18, a cluster without JMX)."""
-    with Recording(lab, jmx_urls=None if request.param == "jmx" else {}) as rec:
+    with Recording(lab, jmx_urls=None if cluster[1] == "jmx" else {}) as rec:
         rec.wait_rounds(1)
         yield rec
 
 
 def _mode(recording: Recording) -> str:
-    """A suffix for the test's topic: each mode runs on the one session lab."""
+    """A suffix for the test's topic: both modes run on the one session lab."""
     return "" if recording.config.jmx_urls else "-admin"
 
 
@@ -183,17 +220,18 @@ def test_unclean_election_loss_matches_what_a_consumer_reads(
         assert not [e for e in recording.events if isinstance(e, ReplicaEvent)]
 
 
-def test_published_events_are_valid_and_keyed(lab: Lab) -> None:
+def test_published_events_are_valid_and_keyed(lab: Lab, cluster: tuple[Lab, str]) -> None:
     """publish(): every record on the events topic parses under the contract, keyed by
     cluster/topic/partition (or cluster/broker/ID); the collector's own /metrics counts it."""
-    topic = "__replication_monitor_events_test"
+    jmx = cluster[1] == "jmx"
+    topic = "__replication_monitor_events_test" + ("" if jmx else "_admin")
     create_topic(
         lab.bootstrap_servers, topic, partitions=3, replication_factor=3, min_insync_replicas=2
     )
     config = CollectorConfig(
         cluster="lab",
         kafka={"bootstrap_servers": lab.bootstrap_servers},
-        jmx_urls=lab.jmx_urls,
+        jmx_urls=lab.jmx_urls if jmx else {},
         events_topic=topic,
         metrics_port=0,
     )
@@ -208,7 +246,8 @@ def test_published_events_are_valid_and_keyed(lab: Lab) -> None:
         collector.stop()
     text = health.decode()
     assert "kafka_replication_collector_rounds_total 1.0" in text
-    assert 'kafka_replication_collector_broker_up{broker="1"} 1.0' in text
+    if jmx:  # (without exporters, no broker's page is read)
+        assert 'kafka_replication_collector_broker_up{broker="1"} 1.0' in text
     produced = sum(
         float(line.rsplit(" ", 1)[1])
         for line in text.splitlines()

@@ -134,8 +134,11 @@ def describe_topic(
     with admin_client(bootstrap_servers, timeout_s) as admin:
         topics = admin.describe_topics([topic])
         elr: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = {}
+        described: dict[str, Any] = {"topics": []}
         if with_elr:
-            described = admin.describe_topic_partitions([topic])
+            # (before 3.7, or in ZooKeeper mode: no ELR to tell, elr stays None)
+            with contextlib.suppress(Errors.UnsupportedVersionError):
+                described = admin.describe_topic_partitions([topic])
             for entry in described["topics"]:
                 for p in entry["partitions"]:
                     elr[int(p["partition_index"])] = (

@@ -21,6 +21,7 @@ from types import FrameType
 from typing import Any
 
 from kafka.errors import KafkaError
+from pydantic import ValidationError
 
 from monitor import jars
 from monitor.dev.lab import admin, load
@@ -89,13 +90,19 @@ def _cmd_up(args: argparse.Namespace) -> int:
         if existing is not None:
             existing.down()
         shutil.rmtree(directory)
-    config = LabConfig(
-        dir=directory,
-        base_port=args.base_port,
-        heap=args.heap,
-        elr=not args.no_elr,
-        security=args.security,
-    )
+    try:
+        config = LabConfig(
+            dir=directory,
+            base_port=args.base_port,
+            heap=args.heap,
+            elr=not args.no_elr,
+            security=args.security,
+            kafka_version=args.kafka_version,
+            metadata="zookeeper" if args.zookeeper else "kraft",
+        )
+    except ValidationError as exc:
+        why = "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())
+        raise LabError(why) from None
     lab = Lab(config)
     lab.up(timeout=args.timeout)
     _print_status(lab)
@@ -359,6 +366,17 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "--no-elr",
         action="store_true",
         help="format with eligible.leader.replicas.version=0 (KIP-966 off)",
+    )
+    p.add_argument(
+        "--kafka-version",
+        default=jars.KAFKA_VERSION,
+        help=f"Kafka version from Maven Central (default {jars.KAFKA_VERSION}; tested: "
+        f"{', '.join(jars.KAFKA_VERSIONS_TESTED)})",
+    )
+    p.add_argument(
+        "--zookeeper",
+        action="store_true",
+        help="ZooKeeper mode (Kafka 3.x): one ZooKeeper server at base port +100",
     )
     p.add_argument("--timeout", type=float, default=None, help="seconds to wait for brokers")
     p.add_argument("--fresh", action="store_true", help="wipe the lab folder first")

@@ -1,4 +1,6 @@
-"""A real 3-node Kafka 4.x KRaft cluster on 127.0.0.1, run from Maven Central jars.
+"""A real 3-node Kafka cluster on 127.0.0.1, run from Maven Central jars: Kafka 4.x in
+KRaft mode by default, or any 3.9/4.x version (``kafka_version``), 3.x also in ZooKeeper
+mode (``metadata``: one ZooKeeper server, ``<dir>/zookeeper/``, started first, stopped last).
 
 Each node is one JVM running ``kafka.Kafka`` in combined ``broker,controller`` mode, with
 the Prometheus JMX exporter as a java agent. The cluster lives in one work folder::
@@ -33,7 +35,7 @@ from monitor.dev.lab.errors import LabError
 from monitor.dev.lab.jvm import format_storage, write_configs
 from monitor.dev.lab.nodes import NodeInfo, Nodes, NodeStatus
 from monitor.dev.lab.ports import ephemeral_ports, ephemeral_range
-from monitor.dev.lab.readiness import wait_ready
+from monitor.dev.lab.readiness import wait_ready, wait_zookeeper
 from monitor.dev.lab.statefile import LabState, NodeState, StateFile, new_cluster_id
 
 __all__ = [
@@ -77,6 +79,16 @@ class Lab:
             raise LabError(
                 f"{self.config.dir} holds a lab on base port {state.config.base_port}, "
                 f"not {self.config.base_port}; use that port, or `lab down --wipe` first"
+            )
+        # Storage formatted by one version is not for another (4.4 refuses older tools').
+        if state is not None and (state.kafka_version, state.config.metadata) != (
+            self.config.kafka_version,
+            self.config.metadata,
+        ):
+            raise LabError(
+                f"{self.config.dir} holds a Kafka {state.kafka_version} lab "
+                f"({state.config.metadata}), not {self.config.kafka_version} "
+                f"({self.config.metadata}); `lab down --wipe` first, or another --dir"
             )
 
     @classmethod
@@ -171,9 +183,9 @@ class Lab:
         """
         started = time.monotonic()
         cfg = self.config
-        paths = jars.resolve([jars.JarSet.KAFKA, jars.JarSet.JMX])
+        paths = jars.resolve([jars.JarSet.KAFKA, jars.JarSet.JMX], kafka_version=cfg.kafka_version)
         assert paths.kafka is not None
-        classpath = jars.kafka_classpath()
+        classpath = jars.kafka_classpath(cfg.kafka_version)
         agent = jars.jmx_agent_jar()
         with self._file.locked():
             if self._file.state is not None:
@@ -182,7 +194,7 @@ class Lab:
                 self._file.state = LabState(
                     config=cfg,
                     cluster_id=new_cluster_id(),
-                    kafka_version=jars.KAFKA_VERSION,
+                    kafka_version=cfg.kafka_version,
                     jmx_exporter_version=jars.JMX_EXPORTER_VERSION,
                 )
             write_configs(cfg)
@@ -198,23 +210,40 @@ class Lab:
                 "port and delay its restart; a --base-port below the range avoids it"
             )
         try:
+            if cfg.zookeeper:
+                self._start_zookeeper(classpath, agent)
             with self._file.locked():
                 for node in cfg.node_ids:
                     if self.pid(node) is not None:
                         self._say(f"node {node} already running (pid {self.pid(node)})")
                         continue
                     pid = self._nodes.launch(node, classpath, agent)
+                    controller = (
+                        "" if cfg.zookeeper else f"controller :{cfg.controller_port(node)}, "
+                    )
                     self._say(
                         f"started node {node}: pid {pid}, "
                         f"broker {cfg.host}:{cfg.broker_port(node)}, "
-                        f"controller :{cfg.controller_port(node)}, jmx {cfg.jmx_url(node)}"
+                        f"{controller}jmx {cfg.jmx_url(node)}"
                     )
             self.wait_ready(cfg.node_ids, timeout=timeout or cfg.start_timeout_s)
         except BaseException:
             # Never leave a half-started cluster behind when `up` fails (or is interrupted).
             self.down()
             raise
-        self._say(f"lab up in {time.monotonic() - started:.1f}s: {self.config.bootstrap_servers}")
+        self._say(
+            f"lab up in {time.monotonic() - started:.1f}s: Kafka {cfg.kafka_version} "
+            f"({cfg.metadata}), {self.config.bootstrap_servers}"
+        )
+
+    def _start_zookeeper(self, classpath: str, agent: Path) -> None:
+        """Start the ZooKeeper server (node 0) unless it runs, and wait until it serves."""
+        cfg = self.config
+        with self._file.locked():
+            if self.pid(0) is None:
+                pid = self._nodes.launch(0, classpath, agent)
+                self._say(f"started ZooKeeper: pid {pid}, {cfg.host}:{cfg.zookeeper_port}")
+        wait_zookeeper(self._nodes, cfg.start_timeout_s)
 
     def wait_ready(self, nodes: list[int], timeout: float) -> None:
         """Wait until ``nodes`` are registered, unfenced brokers and their exporters answer."""
@@ -232,6 +261,9 @@ class Lab:
         if pids:
             self._say(f"stopping brokers {sorted(pids)} (pids {sorted(pids.values())})")
             self._nodes.terminate(pids, timeout or self.config.down_timeout_s)
+        if self.config.zookeeper and (zk := self.pid(0)) is not None:
+            self._say(f"stopping ZooKeeper (pid {zk})")  # last: the brokers' sessions end
+            self._nodes.terminate({0: zk}, timeout or self.config.down_timeout_s)
         self._nodes.reap()
         self._say("lab down")
 
@@ -271,7 +303,8 @@ class Lab:
         with self._file.locked():
             if self._file.state is None:
                 raise LabError("this lab was never started: run `up` first")
-            pid = self._nodes.launch(node, jars.kafka_classpath(), jars.jmx_agent_jar())
+            classpath = jars.kafka_classpath(self.config.kafka_version)
+            pid = self._nodes.launch(node, classpath, jars.jmx_agent_jar())
         self._say(f"started broker {node} (pid {pid})")
         if wait:
             self.wait_ready([node], timeout=timeout or self.config.start_timeout_s)

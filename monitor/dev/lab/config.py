@@ -16,6 +16,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from monitor import jars
 from monitor.dev.lab import security
 from monitor.dev.lab.paths import default_lab_dir
 
@@ -32,6 +33,34 @@ SECURE_PORT_OFFSET = 300
 #: node (``SECURE``, base_port + 300 + n - 1) with SCRAM-SHA-512 over TLS / mutual TLS; see
 #: ``monitor.dev.lab.security`` and docs/lab.md.
 LabSecurity = Literal["plaintext", "sasl_ssl", "mtls"]
+
+#: Where the cluster keeps its metadata: a KRaft quorum of the nodes themselves, or one
+#: ZooKeeper server (Kafka 3.x only; its client port is base_port + 100, where a KRaft
+#: lab's first controller listens).
+LabMetadata = Literal["kraft", "zookeeper"]
+
+#: Settings only a KRaft node knows; a ZooKeeper-mode broker gets its own instead.
+KRAFT_ONLY = (
+    "broker.session.timeout.ms",
+    "broker.heartbeat.interval.ms",
+    "controller.quorum.election.timeout.ms",
+    "controller.quorum.fetch.timeout.ms",
+)
+#: Settings of features newer than Kafka 3.x (share groups, KIP-932).
+SINCE_4 = (
+    "share.coordinator.state.topic.replication.factor",
+    "share.coordinator.state.topic.min.isr",
+    "share.coordinator.state.topic.num.partitions",
+)
+#: ZooKeeper mode's counterpart of the KRaft session settings, with why.
+ZOOKEEPER_SETTINGS: dict[str, tuple[str, str]] = {
+    "zookeeper.session.timeout.ms": (
+        "4000",
+        "18 s by default: ZooKeeper expires a dead broker's session (and the controller moves "
+        "its leaderships) after 4 s, as broker.session.timeout.ms does under KRaft. The lab's "
+        "ZooKeeper runs with tickTime=1000 so that it accepts a session this short.",
+    ),
+}
 
 _HEAP_RE = re.compile(r"^\d+[kmgKMG]$")
 
@@ -133,6 +162,15 @@ class LabConfig(BaseModel):
             "for exporters run beside the broker (the exporter's standalone HTTP server)"
         ),
     )
+    kafka_version: str = Field(
+        jars.KAFKA_VERSION,
+        description="the brokers' Kafka version, resolved from Maven Central (3.9.x, 4.x)",
+    )
+    metadata: LabMetadata = Field(
+        "kraft",
+        description="kraft, or zookeeper (Kafka 3.x only: one ZooKeeper server beside the "
+        "brokers, from the same jars)",
+    )
     security: LabSecurity = Field(
         "plaintext",
         description=(
@@ -154,6 +192,23 @@ class LabConfig(BaseModel):
         return value.expanduser().resolve()
 
     @model_validator(mode="after")
+    def _version_fits(self) -> LabConfig:
+        try:
+            major = jars.kafka_major(self.kafka_version)
+        except jars.JarError as e:
+            raise ValueError(str(e)) from None
+        if major < 3:
+            raise ValueError(f"kafka_version {self.kafka_version}: the lab runs Kafka 3.9 and 4.x")
+        if self.metadata == "zookeeper" and major >= 4:
+            raise ValueError(
+                f"kafka_version {self.kafka_version} has no ZooKeeper mode (removed in 4.0): "
+                "use metadata='kraft', or a 3.x version"
+            )
+        if self.metadata == "zookeeper" and self.secured:
+            raise ValueError("a secured lab (security != plaintext) runs in KRaft mode only")
+        return self
+
+    @model_validator(mode="after")
     def _ports_fit(self) -> LabConfig:
         top = self.base_port + JMX_PORT_OFFSET + self.brokers - 1
         if top > 65535:
@@ -170,6 +225,32 @@ class LabConfig(BaseModel):
     @property
     def node_ids(self) -> list[int]:
         return list(range(1, self.brokers + 1))
+
+    @property
+    def zookeeper(self) -> bool:
+        return self.metadata == "zookeeper"
+
+    @property
+    def kafka3(self) -> bool:
+        """Kafka 3.x: log4j 1 logging, no share groups, no ELR feature to format with."""
+        return jars.kafka_major(self.kafka_version) < 4
+
+    @property
+    def elr_feature(self) -> str | None:
+        """``eligible.leader.replicas.version`` to format with; None where the version has
+        no such feature (3.x, which rejects it) or ZooKeeper mode (no format at all)."""
+        if self.zookeeper or self.kafka3:
+            return None
+        return "1" if self.elr else "0"
+
+    @property
+    def zookeeper_port(self) -> int:
+        """The ZooKeeper server's client port (ZooKeeper mode)."""
+        return self.base_port + CONTROLLER_PORT_OFFSET
+
+    @property
+    def zookeeper_dir(self) -> Path:
+        return self.dir / "zookeeper"
 
     def broker_port(self, node: int) -> int:
         return self.base_port + node - 1
@@ -193,8 +274,12 @@ class LabConfig(BaseModel):
         return self.base_port + SECURE_PORT_OFFSET + node - 1
 
     def ports(self, node: int) -> list[int]:
-        """Every port ``node`` binds."""
-        ports = [self.broker_port(node), self.controller_port(node), self.jmx_port(node)]
+        """Every port ``node`` binds (node 0: the ZooKeeper server of a ZooKeeper lab)."""
+        if node == 0:
+            return [self.zookeeper_port]
+        ports = [self.broker_port(node), self.jmx_port(node)]
+        if not self.zookeeper:
+            ports.insert(1, self.controller_port(node))
         if self.jmx_remote:
             ports.append(self.jmx_remote_port(node))
         return [*ports, self.secure_port(node)] if self.secured else ports
@@ -220,7 +305,8 @@ class LabConfig(BaseModel):
         return ",".join(f"{n}@{self.host}:{self.controller_port(n)}" for n in self.node_ids)
 
     def node_dir(self, node: int) -> Path:
-        return self.dir / f"broker-{node}"
+        """A broker's folder; node 0 is a ZooKeeper lab's ZooKeeper server."""
+        return self.zookeeper_dir if node == 0 else self.dir / f"broker-{node}"
 
     def data_dir(self, node: int) -> Path:
         return self.node_dir(node) / "data"
@@ -229,7 +315,8 @@ class LabConfig(BaseModel):
         return self.node_dir(node) / "logs"
 
     def properties_path(self, node: int) -> Path:
-        return self.node_dir(node) / "server.properties"
+        name = "zookeeper.properties" if node == 0 else "server.properties"
+        return self.node_dir(node) / name
 
     def server_log(self, node: int) -> Path:
         return self.logs_dir(node) / "server.log"
@@ -243,7 +330,8 @@ class LabConfig(BaseModel):
 
     @property
     def log4j_config_path(self) -> Path:
-        return self.dir / "log4j2.properties"
+        """Kafka 4's log4j2 file, or Kafka 3's log4j 1 file."""
+        return self.dir / ("log4j.properties" if self.kafka3 else "log4j2.properties")
 
     @property
     def state_path(self) -> Path:
@@ -254,23 +342,39 @@ class LabConfig(BaseModel):
 
 
 def broker_properties(config: LabConfig, node: int) -> dict[str, str]:
-    """``server.properties`` of one combined broker+controller node, as an ordered dict."""
+    """``server.properties`` of one node, as an ordered dict: a combined broker+controller
+    under KRaft, a broker registered in ZooKeeper in ZooKeeper mode."""
     host = config.host
-    props: dict[str, str] = {
-        "process.roles": "broker,controller",
-        "node.id": str(node),
-        "controller.quorum.voters": config.quorum_voters,
-        "listeners": (
-            f"PLAINTEXT://{host}:{config.broker_port(node)},"
-            f"CONTROLLER://{host}:{config.controller_port(node)}"
-        ),
-        "advertised.listeners": f"PLAINTEXT://{host}:{config.broker_port(node)}",
-        "controller.listener.names": "CONTROLLER",
-        "inter.broker.listener.name": "PLAINTEXT",
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-        "log.dirs": str(config.data_dir(node)),
-    }
-    props.update({key: value for key, (value, _why) in LAB_ONLY_SETTINGS.items()})
+    props: dict[str, str]
+    if config.zookeeper:
+        props = {
+            "broker.id": str(node),
+            "zookeeper.connect": f"{host}:{config.zookeeper_port}",
+            "listeners": f"PLAINTEXT://{host}:{config.broker_port(node)}",
+            "advertised.listeners": f"PLAINTEXT://{host}:{config.broker_port(node)}",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT",
+            "log.dirs": str(config.data_dir(node)),
+        }
+    else:
+        props = {
+            "process.roles": "broker,controller",
+            "node.id": str(node),
+            "controller.quorum.voters": config.quorum_voters,
+            "listeners": (
+                f"PLAINTEXT://{host}:{config.broker_port(node)},"
+                f"CONTROLLER://{host}:{config.controller_port(node)}"
+            ),
+            "advertised.listeners": f"PLAINTEXT://{host}:{config.broker_port(node)}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "log.dirs": str(config.data_dir(node)),
+        }
+    left_out = (KRAFT_ONLY if config.zookeeper else ()) + (SINCE_4 if config.kafka3 else ())
+    props.update({k: v for k, (v, _why) in LAB_ONLY_SETTINGS.items() if k not in left_out})
+    if config.zookeeper:
+        props.update({key: value for key, (value, _why) in ZOOKEEPER_SETTINGS.items()})
     if config.secured:
         secure = f"{security.SECURE_LISTENER}://{host}:{config.secure_port(node)}"
         props["listeners"] += f",{secure}"
@@ -320,6 +424,38 @@ logger.netty.level = WARN
 logger.selector.name = org.apache.kafka.common.network.Selector
 logger.selector.level = INFO
 """
+
+
+#: Log4j 1 configuration for Kafka 3.x brokers (reload4j), the same one ``server.log``.
+LOG4J1_PROPERTIES = """\
+# Generated by monitor.dev.lab
+log4j.rootLogger=INFO, file
+log4j.appender.file=org.apache.log4j.RollingFileAppender
+log4j.appender.file.File=${kafka.logs.dir}/server.log
+log4j.appender.file.MaxFileSize=20MB
+log4j.appender.file.MaxBackupIndex=2
+log4j.appender.file.layout=org.apache.log4j.PatternLayout
+log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.kafka.request.logger=WARN
+log4j.logger.org.apache.kafka.common.network=WARN
+log4j.logger.org.apache.zookeeper=WARN
+"""
+
+
+def zookeeper_properties(config: LabConfig) -> dict[str, str]:
+    """The ZooKeeper server's configuration (standalone: no ``server.N`` lines).
+
+    ``tickTime`` 1000 lets brokers hold 4 s sessions (ZooKeeper clamps a session to
+    2-20 ticks); the admin server and every four-letter word but ``srvr`` stay off."""
+    return {
+        "dataDir": str(config.zookeeper_dir / "data"),
+        "clientPort": str(config.zookeeper_port),
+        "clientPortAddress": config.host,
+        "tickTime": "1000",
+        "maxClientCnxns": "0",
+        "admin.enableServer": "false",
+        "4lw.commands.whitelist": "srvr",
+    }
 
 
 def _rule(

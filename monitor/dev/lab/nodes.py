@@ -73,6 +73,8 @@ class Nodes:
     # -- inspection ------------------------------------------------------------------------
 
     def check(self, node: int) -> None:
+        if node == 0 and self.config.zookeeper:
+            return  # the ZooKeeper server
         if node not in self.config.node_ids:
             raise LabError(f"no broker {node} in this lab (brokers: {self.config.node_ids})")
 

@@ -67,3 +67,29 @@ def wait_ready(
             )
             last_report = now
         time.sleep(0.5)
+
+
+def zookeeper_serves(host: str, port: int) -> bool:
+    """Whether a ZooKeeper server answers ``srvr`` (the one four-letter word it allows)."""
+    try:
+        with socket.create_connection((host, port), timeout=1.0) as sock:
+            sock.sendall(b"srvr")
+            return b"Mode:" in sock.recv(4096)
+    except OSError:
+        return False
+
+
+def wait_zookeeper(nodes: Nodes, timeout: float) -> None:
+    """Wait until the lab's ZooKeeper (node 0) serves; :class:`LabError` with its log tail
+    if it exits, or on timeout."""
+    cfg = nodes.config
+    deadline = time.monotonic() + timeout
+    while not zookeeper_serves(cfg.host, cfg.zookeeper_port):
+        if nodes.pid(0) is None:
+            raise LabError(f"ZooKeeper exited while starting; log tail:\n{nodes.log_tail(0)}")
+        if time.monotonic() >= deadline:
+            raise LabError(
+                f"ZooKeeper not serving on {cfg.host}:{cfg.zookeeper_port} after "
+                f"{timeout:.0f}s\n{nodes.log_tail(0)}"
+            )
+        time.sleep(0.3)

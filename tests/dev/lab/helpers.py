@@ -2,15 +2,73 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from monitor.cli import main as monitor_main
 from monitor.dev.lab import admin, load, metrics
-from monitor.dev.lab.admin import PartitionState
-from monitor.dev.lab.cluster import Lab
+from monitor.dev.lab.admin import PartitionState, unfenced_brokers
+from monitor.dev.lab.cluster import Lab, NodeStatus
+from monitor.dev.lab.config import LabConfig, LabMetadata
+from monitor.dev.lab.ports import reserve_base_port
+
+#: The Kafka versions and metadata modes of the version matrix (issue 18), besides the
+#: session lab's default: the newest 3.9 in ZooKeeper and in KRaft mode, the newest 4.x.
+VERSION_LABS: list[tuple[str, LabMetadata]] = [
+    ("3.9.2", "zookeeper"),
+    ("3.9.2", "kraft"),
+    ("4.4.0", "kraft"),
+]
+
+
+def run_lab(config: LabConfig) -> Iterator[Lab]:
+    """Up, yield, down -- and kill by pid anything of the lab's still running."""
+    lab = Lab(config)
+    try:
+        lab.up()
+        yield lab
+    finally:
+        try:
+            lab.down()
+        finally:
+            # Belt and braces: anything still carrying our marker is ours; kill it by pid.
+            leftovers = our_jvms(lab.config.dir)
+            for pid in leftovers:
+                os.kill(pid, signal.SIGKILL)
+            deadline = time.monotonic() + 10
+            while our_jvms(lab.config.dir) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert not leftovers, f"lab.down() left JVMs running: {leftovers}"
+
+
+def version_lab(
+    lab_dir: Path, first_port: int, version: str, metadata: LabMetadata
+) -> Iterator[Lab]:
+    """A lab of another Kafka version on its own reserved port block."""
+    with reserve_base_port(first_port) as base_port:
+        config = LabConfig(
+            dir=lab_dir, base_port=base_port, kafka_version=version, metadata=metadata
+        )
+        yield from run_lab(config)
+
+
+def heal(lab: Lab) -> None:
+    """Every broker back: paused ones resumed, stopped ones restarted, all unfenced."""
+    for node in lab.node_ids:
+        status = lab.node_status(node)
+        if status is NodeStatus.PAUSED:
+            lab.resume(node)
+        elif status is NodeStatus.STOPPED:
+            lab.start(node, wait=False)
+    lab.wait_ready(lab.node_ids, timeout=120)
+    deadline = time.monotonic() + 60
+    while unfenced_brokers(lab.bootstrap_servers) != set(lab.node_ids):
+        assert time.monotonic() < deadline, "brokers did not all come back unfenced"
+        time.sleep(0.5)
 
 
 def our_jvms(lab_dir: Path) -> list[int]:

@@ -41,3 +41,13 @@ def test_spark_kafka_jars_do_not_duplicate_what_pyspark_ships() -> None:
     if shipped_dir is not None:
         shipped = {jars.artifact_name(p.name) for p in shipped_dir.glob("*.jar")}
         assert not (artifacts & shipped)
+
+
+def test_kafka_3_resolves_with_a_log4j_1_backend_and_zookeeper() -> None:
+    """Kafka 3.x: its own POM profile (kafka3): reload4j behind slf4j 1.7, not the log4j2
+    backend 4.x gets; ZooKeeper from kafka_2.13's own dependencies."""
+    names = {p.name for p in jars.kafka_jars("3.9.2")}
+    assert "kafka_2.13-3.9.2.jar" in names
+    assert {"reload4j-1.2.25.jar", "slf4j-reload4j-1.7.36.jar"} <= names
+    assert any(n.startswith("zookeeper-3.") for n in names)
+    assert not any(n.startswith("log4j-slf4j2-impl") for n in names)

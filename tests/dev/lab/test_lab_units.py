@@ -15,6 +15,7 @@ from monitor.dev.lab.config import (
     LabConfig,
     broker_properties,
     exporter_yaml,
+    zookeeper_properties,
 )
 from monitor.dev.lab.errors import LabError
 
@@ -30,7 +31,17 @@ def test_default_ports_follow_the_documented_layout(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"heap": "lots"}, {"brokers": 0}, {"base_port": 80}, {"base_port": 65400}, {"bogus": 1}],
+    [
+        {"heap": "lots"},
+        {"brokers": 0},
+        {"base_port": 80},
+        {"base_port": 65400},
+        {"bogus": 1},
+        {"kafka_version": "2.8.2"},
+        {"kafka_version": "latest"},
+        {"kafka_version": "4.1.2", "metadata": "zookeeper"},  # removed in 4.0
+        {"kafka_version": "3.9.2", "metadata": "zookeeper", "security": "mtls"},
+    ],
 )
 def test_invalid_configs_are_rejected(tmp_path: Path, kwargs: dict[str, object]) -> None:
     with pytest.raises(ValidationError):
@@ -48,6 +59,34 @@ def test_broker_properties_carry_the_lab_settings_and_overrides(tmp_path: Path) 
     assert set(LAB_ONLY_SETTINGS) <= set(props)
     # The lag window must stay above the follower fetch wait (500 ms) Kafka requires.
     assert int(LAB_ONLY_SETTINGS["replica.lag.time.max.ms"][0]) > 500
+
+
+def test_a_zookeeper_lab_has_brokers_registered_in_zookeeper(tmp_path: Path) -> None:
+    """Kafka 3.9 in ZooKeeper mode: broker.id and zookeeper.connect, no KRaft key (the
+    broker refuses controller.listener.names outside KRaft), ZooKeeper's session timeout in
+    place of the KRaft one; no share-group keys (not in 3.x); nothing to format with."""
+    cfg = LabConfig(dir=tmp_path, kafka_version="3.9.2", metadata="zookeeper")
+    props = broker_properties(cfg, 2)
+    assert props["broker.id"] == "2"
+    assert props["zookeeper.connect"] == "127.0.0.1:19192"  # base port + 100
+    assert props["listeners"] == "PLAINTEXT://127.0.0.1:19093"
+    assert props["zookeeper.session.timeout.ms"] == "4000"
+    kraft = {"process.roles", "node.id", "controller.quorum.voters", "controller.listener.names"}
+    assert not kraft & set(props)
+    assert not [k for k in props if k.startswith(("broker.session", "share.", "controller."))]
+    assert cfg.elr_feature is None and cfg.ports(2) == [19093, 19293]
+    assert zookeeper_properties(cfg)["tickTime"] == "1000"
+    assert cfg.log4j_config_path.name == "log4j.properties"
+
+
+def test_each_version_formats_with_the_features_it_has(tmp_path: Path) -> None:
+    """3.9 rejects eligible.leader.replicas.version at format: left out there."""
+    assert LabConfig(dir=tmp_path, kafka_version="3.9.2").elr_feature is None
+    assert LabConfig(dir=tmp_path, kafka_version="4.4.0").elr_feature == "1"
+    assert LabConfig(dir=tmp_path, elr=False).elr_feature == "0"
+    kraft39 = broker_properties(LabConfig(dir=tmp_path, kafka_version="3.9.2"), 1)
+    assert kraft39["process.roles"] == "broker,controller"
+    assert "share.coordinator.state.topic.num.partitions" not in kraft39
 
 
 def test_exporter_config_is_valid_json_yaml_with_the_documented_names() -> None:
