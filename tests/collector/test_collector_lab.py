@@ -92,10 +92,18 @@ def _mode(recording: Recording) -> str:
 
 def test_paused_follower_leaves_isr_and_returns(lab: Lab, recording: Recording) -> None:
     """SIGSTOP on a follower: its replica leaves the ISR (and its broker reads as not
-    alive) in the collected events; SIGCONT brings it back into the ISR."""
+    alive) in the collected events, and the model says isr_shrink of broker 3; SIGCONT
+    brings it back into the ISR. With exporters, every broker's log end is read (on every
+    version of the matrix: the MBeans are the same)."""
     topic = "col-pause" + _mode(recording)
     create_topic(lab.bootstrap_servers, topic, assignments={0: [1, 2, 3]}, min_insync_replicas=2)
     recording.wait_for("with full ISR", _partition(topic, lambda e: sorted(e.isr) == [1, 2, 3]))
+    if recording.config.jmx_urls:
+        for b in (1, 2, 3):
+            recording.wait_for(
+                f"broker {b}'s log end",
+                lambda e, b=b: isinstance(e, ReplicaEvent) and e.topic == topic and e.broker == b,
+            )
     lab.pause(3)
     recording.wait_for(
         "broker 3 not alive", lambda e: isinstance(e, BrokerEvent) and e.broker == 3 and not e.alive
@@ -104,6 +112,10 @@ def test_paused_follower_leaves_isr_and_returns(lab: Lab, recording: Recording) 
     assert isinstance(shrunk, PartitionEvent) and shrunk.leader == 1
     lab.resume(3)
     recording.wait_for("ISR with 3 again", _partition(topic, lambda e: 3 in e.isr), timeout=90)
+    model = ClusterModel()
+    found = [f for ev in recording.snapshot() for f in model.apply(to_model(ev))]
+    shrinks = [f for f in found if f.topic == topic and f.kind == FindingKind.ISR_SHRINK]
+    assert [f.broker for f in shrinks] == [3], [str(f.kind) for f in found if f.topic == topic]
 
 
 def test_killed_leader_yields_new_leader_and_higher_epoch(lab: Lab, recording: Recording) -> None:

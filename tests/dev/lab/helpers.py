@@ -17,11 +17,12 @@ from monitor.dev.lab.config import LabConfig, LabMetadata
 from monitor.dev.lab.ports import reserve_base_port
 
 #: The Kafka versions and metadata modes of the version matrix (issue 18), besides the
-#: session lab's default: the newest 3.9 in ZooKeeper and in KRaft mode, the newest 4.x.
+#: session lab's default (the newest release): the newest 3.9 in ZooKeeper and in KRaft
+#: mode, and 4.1 (the first 4.x that counts unclean elections correctly).
 VERSION_LABS: list[tuple[str, LabMetadata]] = [
     ("3.9.2", "zookeeper"),
     ("3.9.2", "kraft"),
-    ("4.4.0", "kraft"),
+    ("4.1.2", "kraft"),
 ]
 
 
