@@ -26,10 +26,10 @@ from monitor.contract.events import (
     parse_event,
     to_model,
 )
-from monitor.dev.lab.admin import create_topic, elect_leader
+from monitor.dev.lab.admin import create_topic, delete_topic, elect_leader
 from monitor.dev.lab.cluster import Lab
 from monitor.dev.lab.load import produce, verify
-from monitor.model import ClusterModel, FindingKind
+from monitor.model import ClusterModel, FindingKind, Severity
 from tests.collector.helpers import Recording
 from tests.dev.lab.helpers import VERSION_LABS, heal, version_lab
 
@@ -230,6 +230,30 @@ def test_unclean_election_loss_matches_what_a_consumer_reads(
     if not recording.config.jmx_urls:
         # Admin API only: no replica sample at all, and still the exact loss.
         assert not [e for e in recording.events if isinstance(e, ReplicaEvent)]
+
+
+def test_a_topic_deleted_and_recreated_is_a_new_history(lab: Lab, recording: Recording) -> None:
+    """The churn issue's recreation on every version and mode of the matrix: the new
+    incarnation has a new topic id (ZooKeeper clusters have topic ids since 2.8), the model
+    says topic_deleted (or topic_recreated, whichever it saw first) and nothing critical."""
+    topic = "col-recreate" + _mode(recording)
+    create_topic(lab.bootstrap_servers, topic, assignments={0: [1, 2, 3]}, min_insync_replicas=2)
+    produce(lab.bootstrap_servers, topic, rate=400, count=200, acks="all")
+    recording.wait_for("HW 200", _partition(topic, lambda e: (e.high_watermark or 0) >= 200))
+    delete_topic(lab.bootstrap_servers, topic)
+    recording.wait_rounds(2)
+    create_topic(lab.bootstrap_servers, topic, assignments={0: [1, 2, 3]}, min_insync_replicas=2)
+    produce(lab.bootstrap_servers, topic, rate=400, count=100, acks="all")
+    recording.wait_for("HW 100 again", _partition(topic, lambda e: e.high_watermark == 100))
+    recording.wait_rounds(3)
+    events = recording.snapshot()
+    ids = {e.topic_id for e in events if isinstance(e, PartitionEvent) and e.topic == topic}
+    assert len(ids) == 2 and None not in ids, ids
+    model = ClusterModel()
+    mine = [f for ev in events for f in model.apply(to_model(ev)) if f.topic == topic]
+    kinds = {f.kind for f in mine}
+    assert kinds & {FindingKind.TOPIC_DELETED, FindingKind.TOPIC_RECREATED}, kinds
+    assert not [f for f in mine if f.severity is Severity.CRITICAL], [str(f.kind) for f in mine]
 
 
 def test_published_events_are_valid_and_keyed(lab: Lab, cluster: tuple[Lab, str]) -> None:

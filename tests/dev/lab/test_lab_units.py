@@ -126,3 +126,16 @@ def test_lost_offsets_render_as_ranges() -> None:
     assert report.lost_count == 5
     assert report.partitions[0].lost == [3, 4, 5, 6, 9]
     assert "lost offsets: 3-6, 9" in report.render()
+
+
+def test_lab_up_refuses_a_zookeeper_lab_on_kafka_4_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No JVM starts, no traceback: the line names the version and why."""
+    from monitor.cli import main
+
+    argv = ["lab", "up", "--kafka-version", "4.4.0", "--zookeeper", "--dir", str(tmp_path)]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "kafka_version 4.4.0 has no ZooKeeper mode (removed in 4.0)" in err
+    assert "Traceback" not in err and not (tmp_path / "lab.json").exists()
