@@ -2,7 +2,8 @@
 # Set up everything the demo and the tests need, idempotently, on a fresh machine:
 #   1. a virtualenv in .venv with the pinned dependencies (requirements.lock) and this package;
 #   2. the Maven jars (Kafka broker, JMX exporter agent, Spark's Kafka source) into .cache/;
-#   3. Prometheus, promtool and Alertmanager from Debian's packages, when missing.
+#   3. Prometheus, promtool and Alertmanager from Debian's packages, when missing -- with a
+#      policy-rc.d in place so that no service of the host is started, stopped or restarted.
 # Usage: scripts/bootstrap.sh [--no-jars] [--no-apt]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -53,17 +54,28 @@ if [ "$want_apt" = 1 ]; then
     step "installing from Debian: ${missing[*]}"
     sudo=""
     [ "$(id -u)" = 0 ] || sudo="sudo"
+    # The packages would start (and enable) their system services; this project runs its own
+    # instances on its own ports, and setup must never start, stop or restart a service of
+    # the host. Debian's policy-rc.d (exit 101: "action forbidden") keeps the maintainer
+    # scripts from starting anything -- invoke-rc.d and deb-systemd-invoke both ask it.
+    # One already there is the host's policy and is left exactly as it is.
+    policy=${POLICY_RC_D:-/usr/sbin/policy-rc.d}
+    placed=0
+    if [ ! -e "$policy" ]; then
+      printf '#!/bin/sh\n# written by scripts/bootstrap.sh while it installs packages\nexit 101\n' \
+        | $sudo tee "$policy" >/dev/null
+      $sudo chmod 755 "$policy"
+      placed=1
+      trap 'if [ "$placed" = 1 ]; then $sudo rm -f "$policy"; fi' EXIT
+    fi
     $sudo apt-get update -q
-    # --no-install-recommends: the recommended node exporter etc. are not needed, and
-    # policy-rc.d keeps the packages' services from starting (we start our own, on our ports).
+    # --no-install-recommends: the recommended node exporter etc. are not needed.
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends \
       $(printf '%s\n' "${missing[@]}" | sort -u)
-    # The packages start system services; this project runs its own instances.
-    for svc in prometheus prometheus-alertmanager; do
-      if command -v systemctl >/dev/null && systemctl is-active --quiet "$svc" 2>/dev/null; then
-        $sudo systemctl stop "$svc" || true
-      fi
-    done
+    if [ "$placed" = 1 ]; then
+      $sudo rm -f "$policy"
+      placed=0
+    fi
   else
     echo "==> prometheus, promtool, alertmanager present"
   fi
