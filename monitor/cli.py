@@ -10,8 +10,41 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
+from importlib import metadata
+
+#: Exit codes every command shares (docs/cli.md); ``monitor status`` keeps the monitoring-
+#: plugin codes 0-3 and ``lab verify`` says 3 for a loss.
+EXIT_USAGE = 64  # sysexits' EX_USAGE: an unknown flag, a missing argument
+EXIT_CONFIG = 78  # sysexits' EX_CONFIG: invalid settings, an optional extra not installed
+EXIT_INTERRUPTED = 130  # 128 + SIGINT
+EXIT_CLOSED_PIPE = 141  # 128 + SIGPIPE: the output's reader went away (``| head``)
+
+#: The optional extra that provides each module a command may need.
+EXTRAS: dict[str, str] = {"pyspark": "spark", "pyarrow": "spark", "pandas": "spark",
+                          "matplotlib": "plot"}  # fmt: skip
+
+PACKAGE = "kafka-replication-monitor"
+
+
+def version() -> str:
+    """The installed distribution's version ("unknown" when run from a bare source tree)."""
+    try:
+        return metadata.version(PACKAGE)
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with its own exit code for usage errors (argparse's 2 is ``status``'s
+    CRITICAL); the subcommands' parsers are of this class too."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
 
 # Modules that contribute subcommands, in the order they appear in `monitor --help`.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -48,10 +81,11 @@ COMMAND_OWNERS: dict[str, str] = {
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The parser; given the arguments, only the named command's module is imported."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="monitor",
         description="Kafka replication monitor: watermarks, ISR and leader epochs, per partition.",
     )
+    parser.add_argument("--version", action="version", version=f"monitor {version()} ({PACKAGE})")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     first = next((a for a in argv or () if not a.startswith("-")), None)
@@ -63,13 +97,34 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser(sys.argv[1:] if argv is None else argv)
-    args = parser.parse_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    if given[:1] == ["--version"]:  # before importing every command's module
+        print(f"monitor {version()} ({PACKAGE})")
+        return 0
+    command = next((a for a in given if not a.startswith("-")), "")
     try:
+        parser = build_parser(given)
+        args = parser.parse_args(given)
         code: int = args.func(args)
+        sys.stdout.flush()  # here, where a closed pipe can be told apart (not at exit)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
+    except ModuleNotFoundError as e:
+        extra = EXTRAS.get((e.name or "").split(".")[0])
+        if extra is None:
+            raise
+        print(
+            f"monitor {command}: needs the '{extra}' extra (no module {e.name}): "
+            f"pip install '{PACKAGE}[{extra}]'",
+            file=sys.stderr,
+        )
+        return EXIT_CONFIG
+    except BrokenPipeError:
+        # The reader went away (`monitor schema | head`): nothing left to say, no traceback.
+        # Python flushes stdout again at exit: point it at /dev/null first.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_CLOSED_PIPE
     return code
 
 

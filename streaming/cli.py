@@ -144,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
         cfg = config_from_args(args)
     except (ValidationError, ValueError) as e:
         print(f"monitor stream: invalid configuration: {e}", file=sys.stderr)
-        return 2
+        return 78  # monitor.cli.EXIT_CONFIG
     try:
         return run_job(cfg)
     except LayoutError as e:  # raised before Spark starts

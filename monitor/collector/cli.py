@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
         config = build_config(args)
     except (ValidationError, ValueError, OSError) as e:
         print(f"monitor collect: invalid configuration: {e}", file=sys.stderr)
-        return 2
+        return 78  # monitor.cli.EXIT_CONFIG
     if args.check:
         return check(config)
     if not config.jmx_urls:

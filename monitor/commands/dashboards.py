@@ -221,7 +221,7 @@ def _push(args: argparse.Namespace) -> int:
     if args.user:
         if not args.password:
             print("monitor dashboards push: --user needs --password", file=sys.stderr)
-            return 2
+            return 64  # monitor.cli.EXIT_USAGE
         credential = (args.user, args.password)
     elif args.token:
         credential = args.token

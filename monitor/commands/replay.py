@@ -47,6 +47,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("file", metavar="FILE", help="JSON-lines events, or - for standard input")
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.add_argument(
+        "--json", dest="format", action="store_const", const="json", help="--format json"
+    )
+    p.add_argument(
         "--min-severity",
         choices=[s.label for s in Severity],
         default="info",
@@ -67,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         config = model_config(args)
     except ValueError as e:
         print(f"monitor replay: {e}", file=sys.stderr)
-        return 2
+        return 78  # monitor.cli.EXIT_CONFIG: a threshold it cannot take
     try:
         stream: IO[bytes] = sys.stdin.buffer if args.file == "-" else open(args.file, "rb")  # noqa: SIM115
     except OSError as e:

@@ -141,3 +141,64 @@ def test_a_runbook_command_does_not_import_the_others() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_version_is_the_installed_distributions(capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib import metadata
+
+    assert main(["--version"]) == 0
+    shown = capsys.readouterr().out.strip()
+    assert (
+        shown
+        == f"monitor {metadata.version('kafka-replication-monitor')} (kafka-replication-monitor)"
+    )
+
+
+def test_a_closed_pipe_is_no_traceback() -> None:
+    """``monitor schema | true``: the reader is gone before anything is written; the
+    command ends quietly with 128 + SIGPIPE, as a shell pipeline's writer does."""
+    proc = subprocess.run(
+        f"{sys.executable} -m monitor schema | true; exit ${{PIPESTATUS[0]}}",
+        shell=True, executable="/bin/bash", capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert "Traceback" not in proc.stderr and "BrokenPipeError" not in proc.stderr, proc.stderr
+    assert proc.returncode == 141
+
+
+def test_a_missing_extra_is_one_line_naming_it(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without pyspark (the 'spark' extra), ``monitor stream`` says which extra to install."""
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_pyspark(name: str, *args: object, **kwargs: object) -> object:
+        if name == "pyspark" or name.startswith("pyspark."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return real_import(name, *args, **kwargs)  # type: ignore[arg-type]
+
+    for mod in [m for m in sys.modules if m.startswith(("pyspark", "streaming"))]:
+        monkeypatch.delitem(sys.modules, mod)
+    monkeypatch.setattr(builtins, "__import__", no_pyspark)
+    code = main(["stream", "--once", "--bootstrap", "127.0.0.1:9", "--checkpoint", "/tmp/x"])
+    err = capsys.readouterr().err
+    assert code == 78, err
+    assert err.startswith("monitor stream: needs the 'spark' extra (no module pyspark")
+    assert "pip install 'kafka-replication-monitor[spark]'" in err and "Traceback" not in err
+
+
+def test_usage_errors_have_their_own_exit_code(capsys: pytest.CaptureFixture[str]) -> None:
+    """64 (EX_USAGE) on every command: argparse's own 2 would read as status's CRITICAL."""
+    for argv in (["status", "--no-such-flag"], ["replay"], ["no-such-command"]):
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+        assert e.value.code == 64, argv
+    assert "error:" in capsys.readouterr().err
+
+
+def test_replay_json_is_format_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["replay", str(DATA / "unclean_election.jsonl"), "--json"]) == 0
+    json_lines = capsys.readouterr().out.splitlines()
+    assert main(["replay", str(DATA / "unclean_election.jsonl"), "--format", "json"]) == 0
+    assert capsys.readouterr().out.splitlines() == json_lines and json_lines

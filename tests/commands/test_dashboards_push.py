@@ -54,7 +54,7 @@ def test_user_needs_a_password(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("GRAFANA_PASSWORD", raising=False)
-    assert main(["dashboards", "push", "--url", "http://127.0.0.1:1", "--user", "admin"]) == 2
+    assert main(["dashboards", "push", "--url", "http://127.0.0.1:1", "--user", "admin"]) == 64
     assert "--user needs --password" in capsys.readouterr().err
 
 

@@ -227,7 +227,7 @@ def test_store_errors_name_the_path_and_the_problem(
 def test_store_and_events_are_exclusive(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as e:
         main(["status", "--store", "x", "--events", UNCLEAN])
-    assert e.value.code == 2
+    assert e.value.code == 64  # a usage error: not status's CRITICAL (2)
     assert "not allowed with argument" in capsys.readouterr().err
 
 

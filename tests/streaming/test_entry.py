@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
         (["-m", "streaming", "--buckets", "0"], "buckets"),
     ],
 )
-def test_a_bad_setting_is_one_line_and_exit_2(argv: list[str], message: str) -> None:
+def test_a_bad_setting_is_one_line_and_exit_78(argv: list[str], message: str) -> None:
     proc = subprocess.run(
         [sys.executable, *argv],
         cwd=ROOT,
@@ -34,7 +34,7 @@ def test_a_bad_setting_is_one_line_and_exit_2(argv: list[str], message: str) -> 
         timeout=120,
         check=False,
     )
-    assert proc.returncode == 2, proc.stderr
+    assert proc.returncode == 78, proc.stderr  # monitor.cli.EXIT_CONFIG
     assert message in proc.stderr
     assert "Traceback" not in proc.stderr
     assert proc.stderr.startswith("monitor stream: invalid configuration:")
