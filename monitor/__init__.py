@@ -13,4 +13,10 @@ The pipeline is collect -> transport -> model -> export / alert / query (docs/ar
 The Spark job is the sibling package ``streaming``.
 """
 
-__version__ = "0.1.0"
+from importlib import metadata as _metadata
+
+#: The installed distribution's version (pyproject.toml's), "unknown" from a bare source tree.
+try:
+    __version__ = _metadata.version("kafka-replication-monitor")
+except _metadata.PackageNotFoundError:  # pragma: no cover
+    __version__ = "unknown"

@@ -13,9 +13,10 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
-from importlib import metadata
 
-#: Exit codes every command shares (docs/cli.md); ``monitor status`` keeps the monitoring-
+from monitor import __version__
+
+#: Exit codes every command shares (the README's table); ``monitor status`` keeps the monitoring-
 #: plugin codes 0-3 and ``lab verify`` says 3 for a loss.
 EXIT_USAGE = 64  # sysexits' EX_USAGE: an unknown flag, a missing argument
 EXIT_CONFIG = 78  # sysexits' EX_CONFIG: invalid settings, an optional extra not installed
@@ -31,10 +32,7 @@ PACKAGE = "kafka-replication-monitor"
 
 def version() -> str:
     """The installed distribution's version ("unknown" when run from a bare source tree)."""
-    try:
-        return metadata.version(PACKAGE)
-    except metadata.PackageNotFoundError:
-        return "unknown"
+    return __version__
 
 
 class _Parser(argparse.ArgumentParser):

@@ -20,6 +20,7 @@ from kafka import KafkaAdminClient, KafkaProducer
 from kafka.errors import KafkaError
 from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 
+from monitor import __version__
 from monitor.collector import build, jmx
 from monitor.collector.admin import (
     Reads,
@@ -104,6 +105,12 @@ class _Health:
             ["broker"],
             registry=self.registry,
         )
+        Gauge(
+            f"{ns}_build_info",
+            "1, labelled with the monitor's version.",
+            ["version"],
+            registry=self.registry,
+        ).labels(__version__).set(1)
         self.jmx_profile = Gauge(
             f"{ns}_jmx_profile",
             "1 for the exporter profile whose metric names a broker's page is read with.",

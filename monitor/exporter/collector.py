@@ -14,6 +14,7 @@ from typing import Literal
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from monitor import __version__
 from monitor.exporter.snapshot import Snapshot
 from monitor.model import EVENT_KINDS, NEEDS_REPLICA_SAMPLES, SEVERITY, FindingKind
 
@@ -284,6 +285,9 @@ class ReplicationCollector(Collector):
         yield CounterMetricFamily(
             f"{NS}_monitor_events_dead_lettered", "Events rejected.", value=h.events_dead_lettered
         )
+        info = _g("build_info", "1, labelled with the monitor's version.", ["version"])
+        info.add_metric([__version__], 1)
+        yield info
         yield GaugeMetricFamily(
             f"{NS}_monitor_scrape_duration_seconds",
             "Time taken to build the previous scrape.",

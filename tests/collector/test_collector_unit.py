@@ -366,3 +366,15 @@ def test_a_move_that_ends_between_the_reads_is_still_a_move(
     (tc,) = [e for e in events if isinstance(e, TopicConfigEvent)]
     assert (pe.adding_replicas, pe.removing_replicas) == ([1], [3])
     assert tc.replication_factor == 2
+
+
+def test_the_collectors_metrics_say_its_version() -> None:
+    from importlib import metadata
+
+    from prometheus_client import generate_latest
+
+    from monitor.collector.collector import _Health
+
+    text = generate_latest(_Health().registry).decode()
+    version = metadata.version("kafka-replication-monitor")
+    assert f'kafka_replication_collector_build_info{{version="{version}"}} 1.0' in text

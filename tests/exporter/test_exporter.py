@@ -203,3 +203,11 @@ def test_the_exporter_believes_stamps_as_the_job_is_configured() -> None:
         snap.health.saw("lab", now_ms + 10_000, now_ms)
     assert default.health.newest_observed_at == {"lab": now_ms + 10_000}
     assert strict.health.newest_observed_at == {}
+
+
+def test_build_info_says_the_installed_version() -> None:
+    from importlib import metadata
+
+    _, snap = _load("healthy_steady_state.jsonl")
+    (info,) = _samples(_scrape(snap))["kafka_replication_build_info"]
+    assert info == ({"version": metadata.version("kafka-replication-monitor")}, 1.0)
