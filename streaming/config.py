@@ -10,7 +10,6 @@ environment alike: a typo'd setting must not be silently ignored.
 from __future__ import annotations
 
 import dataclasses
-import os
 import re
 from pathlib import Path
 from typing import Any, Literal
@@ -18,6 +17,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from monitor import settings
 from monitor.connection import KafkaConnection
 from monitor.contract.events import DEADLETTER_TOPIC, EVENTS_TOPIC, FINDINGS_TOPIC
 from monitor.model import ModelConfig
@@ -174,21 +174,11 @@ class StreamingConfig(BaseSettings):
 
 def unknown_env_keys(environ: dict[str, str] | None = None) -> list[str]:
     """``MONITOR_STREAMING_*`` variables that name no setting (pydantic-settings ignores them)."""
-    env = os.environ if environ is None else environ
-    fields = {name.upper() for name in StreamingConfig.model_fields}
     nested = {
-        "MODEL": {f.name.upper() for f in dataclasses.fields(ModelConfig)},
-        "KAFKA": {name.upper() for name in KafkaConnection.model_fields},
+        "MODEL": [f.name for f in dataclasses.fields(ModelConfig)],
+        "KAFKA": list(KafkaConnection.model_fields),
     }
-    bad = []
-    for key in env:
-        if not key.upper().startswith(ENV_PREFIX):
-            continue
-        rest = key.upper()[len(ENV_PREFIX) :]
-        head, _, tail = rest.partition("__")
-        if head not in fields or (tail and tail not in nested.get(head, ())):
-            bad.append(key)
-    return sorted(bad)
+    return settings.unknown_env_keys(ENV_PREFIX, StreamingConfig.model_fields, nested, environ)
 
 
 def load_config(**overrides: Any) -> StreamingConfig:

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from monitor.collector.check import admin_only_notice, check
 from monitor.collector.collector import Collector, RoundResult
-from monitor.collector.config import CollectorConfig
+from monitor.collector.config import CollectorConfig, unknown_env_keys
 from monitor.collector.jmx import PROFILES
 from monitor.collector.security import KafkaConnectError
 from monitor.contract.events import dumps
@@ -67,9 +67,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def build_config(args: argparse.Namespace) -> CollectorConfig:
     data: dict[str, Any] = {}
+    bad = unknown_env_keys()
+    if bad:
+        raise ValueError(f"unknown collector settings in the environment: {', '.join(bad)}")
     if args.config is not None:
-        text = args.config.read_text()
-        data = tomllib.loads(text) if args.config.suffix == ".toml" else json.loads(text)
+        data = read_config_file(args.config)
     if args.lab is not None:
         # The lab writes this file when it starts (``monitor lab up``): every broker, its
         # exporters and, on a secured lab, its secure listener with secrets as files.
@@ -97,6 +99,24 @@ def build_config(args: argparse.Namespace) -> CollectorConfig:
         if value is not None:
             data[key] = value
     return CollectorConfig(**data)
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """A TOML (``.toml``) or JSON (``.json``) settings file; any other suffix is refused by
+    name rather than misread (a YAML file once failed as "Expecting value: line 1")."""
+    text = path.read_text()
+    try:
+        if path.suffix == ".toml":
+            return tomllib.loads(text)
+        if path.suffix == ".json":
+            loaded = json.loads(text)
+            if not isinstance(loaded, dict):
+                raise ValueError("the top level must be an object of settings")
+            return loaded
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError, ValueError) as e:
+        raise ValueError(f"--config {path}: {e}") from None
+    raise ValueError(f"--config {path}: a {path.suffix or 'suffix-less'} file is not read; "
+                     "give TOML (.toml) or JSON (.json)")  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:

@@ -2,7 +2,8 @@
 
 Every key can come from a TOML/JSON file (``--config``), the command line, or the
 environment as ``MONITOR_COLLECTOR_<KEY>``
-(nested: ``MONITOR_COLLECTOR_KAFKA__SASL_PASSWORD_FILE``). Unknown keys are errors. The
+(nested: ``MONITOR_COLLECTOR_KAFKA__SASL_PASSWORD_FILE``). Unknown keys are errors, in a
+file and in the environment (:func:`unknown_env_keys`). The
 Kafka connection (``kafka``, ``events_kafka``) is :class:`monitor.connection.KafkaConnection`,
 the same settings the Spark job takes: secrets are :class:`SecretStr` or files.
 """
@@ -14,6 +15,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from monitor import settings
 from monitor.collector.jmx import PROFILES, JmxNames
 from monitor.collector.versions import UncleanCounter
 from monitor.connection import KafkaConnection
@@ -90,3 +92,15 @@ class CollectorConfig(BaseSettings):
                     "collector (kafka-python) reads PEM files: give ssl_cafile / ssl_certfile"
                 )
         return self
+
+
+def unknown_env_keys(environ: dict[str, str] | None = None) -> list[str]:
+    """``MONITOR_COLLECTOR_*`` variables that name no setting (pydantic-settings ignores them).
+
+    >>> unknown_env_keys({"MONITOR_COLLECTOR_INTERVL_S": "1", "MONITOR_COLLECTOR_CLUSTER": "c"})
+    ['MONITOR_COLLECTOR_INTERVL_S']
+    """
+    conn = list(KafkaConnection.model_fields)
+    nested = {"KAFKA": conn, "EVENTS_KAFKA": conn, "JMX_URLS": None, "JMX_NAMES": None}
+    prefix = str(CollectorConfig.model_config.get("env_prefix"))
+    return settings.unknown_env_keys(prefix, CollectorConfig.model_fields, nested, environ)
