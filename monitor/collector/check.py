@@ -85,7 +85,7 @@ def check(config: CollectorConfig, say: Callable[[str], None] = print) -> int:
             problems += 1
             say(f"exporters: FAIL -- brokers {unknown} have endpoints but are not in the cluster")
         uncovered = sorted(brokers - set(config.jmx_urls))
-        if uncovered:
+        if uncovered and config.jmx_urls:  # (with none at all, Admin API only says it)
             say(
                 f"exporters: brokers {uncovered} have no endpoint: their replicas' logs are not "
                 "read (metadata, ISR, HW and elections still are; "

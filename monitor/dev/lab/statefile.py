@@ -13,8 +13,9 @@ import contextlib
 import fcntl
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from monitor.dev.lab.config import LabConfig
 
@@ -35,6 +36,18 @@ class LabState(BaseModel):
     kafka_version: str
     jmx_exporter_version: str
     nodes: dict[int, NodeState] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _version_of_older_files(cls, data: Any) -> Any:
+        """A state file from before ``LabConfig.kafka_version`` (the lab then ran one
+        version) keeps the version it recorded, not today's default: found by review, such
+        a lab could not even be stopped (``lab down`` refused another version)."""
+        if isinstance(data, dict) and isinstance(data.get("config"), dict):
+            config = data["config"]
+            if "kafka_version" not in config and "kafka_version" in data:
+                data = {**data, "config": {**config, "kafka_version": data["kafka_version"]}}
+        return data
 
 
 def new_cluster_id() -> str:

@@ -139,3 +139,20 @@ def test_lab_up_refuses_a_zookeeper_lab_on_kafka_4_in_one_line(
     err = capsys.readouterr().err
     assert "kafka_version 4.4.0 has no ZooKeeper mode (removed in 4.0)" in err
     assert "Traceback" not in err and not (tmp_path / "lab.json").exists()
+
+
+def test_a_state_file_from_before_versions_keeps_its_version(tmp_path: Path) -> None:
+    """Found by review: a lab.json written when the lab ran one version (no
+    config.kafka_version) read as today's default, and Lab refused it -- even `lab down`."""
+    from monitor.dev.lab.cluster import Lab
+
+    old = {
+        "config": {"dir": str(tmp_path), "base_port": 19092},
+        "cluster_id": "abc",
+        "kafka_version": "4.1.2",
+        "jmx_exporter_version": "1.0.1",
+        "nodes": {},
+    }
+    (tmp_path / "lab.json").write_text(json.dumps(old))
+    lab = Lab.load(tmp_path, progress=None)
+    assert lab.config.kafka_version == "4.1.2"
