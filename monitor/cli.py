@@ -30,11 +30,6 @@ EXTRAS: dict[str, str] = {"pyspark": "spark", "pyarrow": "spark", "pandas": "spa
 PACKAGE = "kafka-replication-monitor"
 
 
-def version() -> str:
-    """The installed distribution's version ("unknown" when run from a bare source tree)."""
-    return __version__
-
-
 class _Parser(argparse.ArgumentParser):
     """argparse with its own exit code for usage errors (argparse's 2 is ``status``'s
     CRITICAL); the subcommands' parsers are of this class too."""
@@ -83,7 +78,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         prog="monitor",
         description="Kafka replication monitor: watermarks, ISR and leader epochs, per partition.",
     )
-    parser.add_argument("--version", action="version", version=f"monitor {version()} ({PACKAGE})")
+    parser.add_argument("--version", action="version", version=f"monitor {__version__} ({PACKAGE})")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     first = next((a for a in argv or () if not a.startswith("-")), None)
@@ -97,7 +92,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     given = list(sys.argv[1:] if argv is None else argv)
     if given[:1] == ["--version"]:  # before importing every command's module
-        print(f"monitor {version()} ({PACKAGE})")
+        print(f"monitor {__version__} ({PACKAGE})")
         return 0
     command = next((a for a in given if not a.startswith("-")), "")
     try:

@@ -29,6 +29,7 @@ from monitor.model import (
     Finding,
     FindingKind,
     FindingState,
+    unavailable_kinds,
 )
 from monitor.query.questions import Outcome, Status, audit, what_if
 from monitor.query.render import iso, summary, table
@@ -238,14 +239,6 @@ def check_status(
     return code, f"{CODE_NAMES[code]} - " + "; ".join(w for _, w in parts)
 
 
-def unavailable_kinds(st: Status) -> list[FindingKind]:
-    """The kinds no partition can be judged on: those needing replica samples, when none
-    reached any partition (the collector reads the Admin API only)."""
-    if st.partitions and st.without_replica_samples == st.partitions:
-        return sorted(NEEDS_REPLICA_SAMPLES)
-    return []
-
-
 def replica_samples_line(st: Status) -> str:
     """What the missing replica samples cost, for ``monitor status``.
 
@@ -254,7 +247,7 @@ def replica_samples_line(st: Status) -> str:
     >>> replica_samples_line(Status(partitions=4, without_replica_samples=1))  # doctest: +ELLIPSIS
     '1 of 4 partitions without (brokers without an exporter): follower_lag, ... not judged there'
     """
-    unavailable = unavailable_kinds(st)
+    unavailable = unavailable_kinds(st.partitions, st.without_replica_samples)
     if unavailable:
         return f"none (Admin API only): {', '.join(unavailable)} unavailable"
     return (
@@ -312,7 +305,9 @@ def run_status(args: argparse.Namespace) -> int:
             "under_replicated": st.under_replicated,
             "silent_brokers": st.silent_brokers,
             "without_replica_samples": st.without_replica_samples,
-            "unavailable": [str(k) for k in unavailable_kinds(st)],
+            "unavailable": [
+                str(k) for k in unavailable_kinds(st.partitions, st.without_replica_samples)
+            ],
             "newest_observed_at": st.newest_observed_at,
             "freshness": {
                 "newest_observed_at": fresh.newest_observed_at,

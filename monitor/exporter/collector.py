@@ -16,7 +16,13 @@ from prometheus_client.registry import Collector
 
 from monitor import __version__
 from monitor.exporter.snapshot import Snapshot
-from monitor.model import EVENT_KINDS, NEEDS_REPLICA_SAMPLES, SEVERITY, FindingKind
+from monitor.model import (
+    EVENT_KINDS,
+    NEEDS_REPLICA_SAMPLES,
+    SEVERITY,
+    FindingKind,
+    unavailable_kinds,
+)
 
 NS = "kafka_replication"
 PerPartition = Literal["findings", "all", "none"]
@@ -102,9 +108,9 @@ class ReplicationCollector(Collector):
             ["cluster", "kind"],
         )
         for cluster in sorted(clusters):
-            none = tracked[cluster] > 0 and unsampled[cluster] == tracked[cluster]
+            unavailable = unavailable_kinds(tracked[cluster], unsampled[cluster])
             for kind in sorted(NEEDS_REPLICA_SAMPLES):
-                g.add_metric([cluster, str(kind)], 1 if none else 0)
+                g.add_metric([cluster, str(kind)], 1 if kind in unavailable else 0)
         yield g
         g = _g(
             "open_findings",

@@ -23,6 +23,7 @@ from monitor.model.findings import (
     FindingKind,
     FindingState,
     Severity,
+    unavailable_kinds,
 )
 from monitor.model.partition import Context, new_state, step, tick
 from monitor.model.rules import durability_profile, durability_risks
@@ -56,4 +57,5 @@ __all__ = [
     "new_state",
     "step",
     "tick",
+    "unavailable_kinds",
 ]

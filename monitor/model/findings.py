@@ -118,6 +118,19 @@ NEEDS_REPLICA_SAMPLES: dict[FindingKind, str] = {
     FindingKind.LOG_DIVERGENCE: "a follower's log end staying ahead of its new leader's",
 }
 
+
+def unavailable_kinds(partitions: int, without_samples: int) -> list[FindingKind]:
+    """The kinds no partition can be judged on: those of :data:`NEEDS_REPLICA_SAMPLES`, when
+    none of ``partitions`` has a replica sample (the collector reads the Admin API only).
+
+    >>> [str(k) for k in unavailable_kinds(3, 3)][:2], unavailable_kinds(3, 2)
+    (['follower_lag', 'hw_lag'], [])
+    """
+    if partitions and without_samples == partitions:
+        return sorted(NEEDS_REPLICA_SAMPLES)
+    return []
+
+
 #: One-off findings that mark a change whose lasting state is a condition (the ISR's size:
 #: ``under_replicated``, ``at_min_isr``, ``under_min_isr``, ``offline``): a broker restart
 #: shrinks and re-expands the ISR, so these say nothing once the condition has resolved.

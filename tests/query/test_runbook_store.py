@@ -25,12 +25,12 @@ from monitor.cli import main
 from monitor.connection import KafkaConnection
 from monitor.contract.events import PartitionEvent, dumps
 from monitor.dev.lab.admin import create_topic, elect_leader
-from monitor.dev.lab.cluster import Lab, NodeStatus
+from monitor.dev.lab.cluster import Lab
 from monitor.dev.lab.load import produce, verify
 from streaming.config import StreamingConfig
 from streaming.job import start
 from tests.collector.helpers import Recording
-from tests.dev.lab.helpers import topic_name
+from tests.dev.lab.helpers import heal, topic_name
 from tests.streaming.kafka_io import produce_events
 
 pytestmark = [pytest.mark.spark, pytest.mark.lab]
@@ -45,16 +45,6 @@ class Incident:
     lost: int
     events: int
     window: tuple[int, int]  # ms: recording start and end
-
-
-def _heal(lab: Lab) -> None:
-    for node in lab.node_ids:
-        st = lab.node_status(node)
-        if st is NodeStatus.PAUSED:
-            lab.resume(node)
-        elif st is NodeStatus.STOPPED:
-            lab.start(node, wait=False)
-    lab.wait_ready(lab.node_ids, timeout=120)
 
 
 def _part(topic: str, pred: Any) -> Any:
@@ -105,7 +95,7 @@ def incident(
         assert report.acknowledged == 500
         assert report.lost_count == 300, report.render()
     finally:
-        _heal(lab)
+        heal(lab)
 
     # The collector's records, as it publishes them, through the real job into the store.
     tag = victim.rsplit("-", 1)[1]
