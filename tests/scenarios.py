@@ -433,6 +433,36 @@ def clean_election_blind_round() -> Timeline:
     return tl
 
 
+def clean_failover_admin_only() -> Timeline:
+    """A rolling restart seen through the Admin API only (no JMX): leader 1 stops, 2 (in the
+    ISR) takes over -- its epoch record unread in that round, read in the next -- 1 comes
+    back; then follower 3 restarts. The only evidence of the election is the epoch record
+    (where 2's epoch began: every committed offset, as an ISR member holds them)."""
+    tl = Timeline(topic="adminroll")
+    tl.config(rf=3, min_isr=2)
+    hw = 10_000
+
+    def round_(leader: int, epoch: int, isr: list[int], down: int | None = None,
+               epoch_start: int | None = None) -> None:  # fmt: skip
+        nonlocal hw
+        for b in (1, 2, 3):
+            tl.broker(b, alive=b != down)
+        tl.meta(leader=leader, epoch=epoch, replicas=[1, 2, 3], isr=isr, hw=hw,
+                epoch_start=epoch_start)  # fmt: skip
+        tl.advance(5 * SECOND)
+        hw += 500
+
+    for _ in range(4):
+        round_(1, 5, [1, 2, 3])
+    round_(2, 6, [2, 3], down=1)  # the failover round: no epoch record yet
+    round_(2, 6, [2, 3], down=1, epoch_start=hw - 500)  # 2's epoch began at the last HW
+    round_(2, 6, [2, 3, 1])
+    round_(2, 6, [2, 1], down=3)
+    for _ in range(3):
+        round_(2, 6, [2, 1, 3])
+    return tl
+
+
 def unclean_old_leader_rejoined() -> Timeline:
     """Unclean election hidden by a rejoin (issue 16): ISR [1] -> leader 2, ISR [2, 1].
 
@@ -1167,6 +1197,32 @@ SCENARIOS: list[Scenario] = [
             ("unclean_election", "isr_before", [1]),
             ("isr_shrink unclean/0 broker 2", "cause", "unknown"),
         ],
+    ),
+    Scenario(
+        "clean_failover_admin_only",
+        "A rolling restart seen without JMX: the failover's only evidence is the new leader's "
+        "epoch record, read a round late -- pending until then (never paged), then nothing "
+        "lost; the restarts are broker silence and ISR changes, nothing critical.",
+        clean_failover_admin_only,
+        expect=[
+            "leader_election:event adminroll/0 broker 2",
+            "election_pending:open adminroll/0",
+            "election_pending:resolved adminroll/0",
+            "isr_shrink:event adminroll/0 broker 1",
+            "isr_expand:event adminroll/0 broker 1",
+            "isr_shrink:event adminroll/0 broker 3",
+            "stale_telemetry:open broker 1",
+            "stale_telemetry:resolved broker 1",
+        ],
+        forbid=[
+            "committed_data_loss",
+            "unclean_election",
+            "hw_regression",
+            "election_unverified",
+            "truncation_below_hw",
+        ],
+        details=[("leader_election", "clean", True)],
+        routine=True,
     ),
     Scenario(
         "unclean_old_leader_rejoined",
