@@ -213,7 +213,9 @@ def elect_leader(
     controller answers PREFERRED_LEADER_NOT_AVAILABLE until it has unfenced the broker):
     that answer is retried until ``timeout_s``, as is any retriable error, with a new
     client -- found by CI on a ZooKeeper lab: the controller is a broker there, and after a
-    broker restart the request went to a connection that was gone (ECONNREFUSED)."""
+    broker restart the request went to a connection that was gone (ECONNREFUSED). An
+    unknown broker id is retried too: on a 3.9 KRaft lab, just after broker 2's restart, the
+    new client's metadata named 2 (as the node to ask) before it listed 2's address."""
     election_type = 1 if unclean else 0
     targets: dict[str, list[int]] | list[str] | None
     if topic is None:
@@ -229,7 +231,8 @@ def elect_leader(
                 admin.elect_leaders(election_type, targets, timeout_ms=int(timeout_s * 1000))
             return
         except Errors.KafkaError as exc:
-            if exc.retriable and time.monotonic() < deadline:
+            retry = exc.retriable or isinstance(exc, Errors.UnknownBrokerIdError)
+            if retry and time.monotonic() < deadline:
                 time.sleep(1)
                 continue
             error: Exception = exc
