@@ -13,6 +13,7 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from monitor import __version__
 
@@ -46,6 +47,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "monitor.collector.cli",
     "monitor.commands.runbook",
     "monitor.commands.dashboards",
+    "monitor.commands.assets",
     "monitor.dev.demo",
     "monitor.dev.soak",
     "streaming.cli",
@@ -65,6 +67,7 @@ COMMAND_OWNERS: dict[str, str] = {
         for name in ("status", "partitions", "explain", "lineage", "what-if", "audit")
     },
     "dashboards": "monitor.commands.dashboards",
+    "assets": "monitor.commands.assets",
     "demo": "monitor.dev.demo",
     "soak": "monitor.dev.soak",
     "stream": "streaming.cli",
@@ -84,9 +87,38 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     first = next((a for a in argv or () if not a.startswith("-")), None)
     owner = COMMAND_OWNERS.get(first) if first is not None else None
     for name in (owner,) if owner is not None else COMMAND_MODULES:
-        module = importlib.import_module(name)
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as e:
+            if not name.startswith(DEV_PACKAGE) or not (e.name or "").startswith(DEV_PACKAGE):
+                raise
+            _register_left_out(sub, name)
+            continue
         module.register(sub)
     return parser
+
+
+#: The development package (lab, demo, soak): in a checkout, not in the wheel.
+DEV_PACKAGE = "monitor.dev"
+
+
+def _register_left_out(sub: Any, module: str) -> None:
+    """A command of the development package, in an installation without it: the command
+    exists, and says where to get it."""
+    for command in (c for c, owner in COMMAND_OWNERS.items() if owner == module):
+        p = sub.add_parser(command, help="(development tools: in a checkout, see docs/lab.md)")
+        p.add_argument("rest", nargs=argparse.REMAINDER)
+        p.set_defaults(func=lambda args, command=command: _left_out(command))
+
+
+def _left_out(command: str) -> int:
+    print(
+        f"monitor {command}: a development command, not in the installed wheel: clone the "
+        "repository and run `make setup`, then `.venv/bin/monitor "
+        f"{command}` (docs/lab.md)",
+        file=sys.stderr,
+    )
+    return EXIT_CONFIG
 
 
 def main(argv: Sequence[str] | None = None) -> int:

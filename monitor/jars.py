@@ -1,7 +1,7 @@
 """Resolve the jars from Maven Central into the cache, once: the lab's broker and exporter
 agent, and the Spark job's Kafka source.
 
-Three jar sets are described by ``deploy/pom.xml`` (one Maven profile each) and copied by
+Three jar sets are described by ``monitor/assets/pom.xml`` (one Maven profile each) and copied by
 ``mvn dependency:copy-dependencies`` into ``<cache>/jars/<set>-<version>/``:
 
 * ``kafka`` — the broker (``org.apache.kafka:kafka_2.13``) with its runtime dependencies
@@ -33,11 +33,14 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-#: The repository checkout this module lives in (``monitor/jars.py`` -> repo root).
+from monitor import assets
+
+#: The folder above the ``monitor`` package: a checkout's root when run from one.
 REPO_ROOT: Path = Path(__file__).resolve().parents[1]
 
-#: The Maven POM that lists the jar sets (one profile per set).
-POM_PATH: Path = REPO_ROOT / "deploy" / "pom.xml"
+#: The Maven POM that lists the jar sets (one profile per set), shipped as package data
+#: (``monitor/assets/pom.xml``; ``deploy/pom.xml`` in a checkout links to it).
+POM_ASSET = "pom.xml"
 
 
 class JarError(RuntimeError):
@@ -46,13 +49,20 @@ class JarError(RuntimeError):
 
 
 def cache_root() -> Path:
-    """The cache root: ``$MONITOR_CACHE`` or ``<repo>/.cache``.
+    """The cache root: ``$MONITOR_CACHE``; else ``<repo>/.cache`` in a checkout; else
+    (an installed wheel) ``$XDG_CACHE_HOME/kafka-replication-monitor``, ``~/.cache/...``.
 
     Created on first use, with a ``.gitignore`` holding ``*`` so that the hundreds of
     megabytes of jars and cluster data never show up in ``git status``.
     """
     env = os.environ.get("MONITOR_CACHE")
-    root = Path(env).expanduser().resolve() if env else REPO_ROOT / ".cache"
+    if env:
+        root = Path(env).expanduser().resolve()
+    elif (checkout := assets.checkout_root()) is not None:
+        root = checkout / ".cache"
+    else:
+        xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+        root = Path(xdg).expanduser() / "kafka-replication-monitor"
     root.mkdir(parents=True, exist_ok=True)
     ignore = root / ".gitignore"
     if not ignore.exists():
@@ -107,7 +117,7 @@ _ANSI_RE = re.compile(r"\x1b\[[0-9;]*m")
 
 
 class JarSet(StrEnum):
-    """The jar sets ``deploy/pom.xml`` knows, named after their Maven profiles."""
+    """The jar sets the POM knows, named after their Maven profiles."""
 
     KAFKA = "kafka"
     JMX = "jmx"
@@ -219,6 +229,16 @@ def _profile(jar_set: JarSet, version: str) -> str:
     return jar_set.value
 
 
+def _pom_file() -> Path:
+    """The shipped POM, written into the cache: Maven wants a file it may write beside."""
+    pom = jars_root() / "pom.xml"
+    text = assets.read_text(POM_ASSET)
+    if not pom.is_file() or pom.read_text() != text:
+        pom.parent.mkdir(parents=True, exist_ok=True)
+        pom.write_text(text)
+    return pom
+
+
 def _run_maven(jar_set: JarSet, version: str, out_dir: Path) -> tuple[int, str]:
     """Run ``copy-dependencies`` for one profile, echoing Maven's progress; return (rc, output)."""
     cmd = [
@@ -226,7 +246,7 @@ def _run_maven(jar_set: JarSet, version: str, out_dir: Path) -> tuple[int, str]:
         "-B",
         "-Dstyle.color=never",
         "-f",
-        str(POM_PATH),
+        str(_pom_file()),
         "-P",
         _profile(jar_set, version),
         f"-Dmaven.repo.local={maven_repo()}",
@@ -290,8 +310,6 @@ def _resolve_one(jar_set: JarSet, version: str) -> Path:
     if _is_complete(final):
         return final
     _require_tools("mvn", "java")
-    if not POM_PATH.is_file():
-        raise JarError(f"jar set POM not found: {POM_PATH}")
     partial = final.with_name(final.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)

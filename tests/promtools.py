@@ -17,8 +17,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 PROM_DIR = REPO / "deploy" / "prometheus"
 PROM_CONFIG = PROM_DIR / "prometheus.yml"
-RULES_DIR = PROM_DIR / "rules"
-RULE_TESTS_DIR = PROM_DIR / "tests"
+RULES_DIR = REPO / "monitor" / "assets" / "prometheus" / "rules"
+RULE_TESTS_DIR = REPO / "monitor" / "assets" / "prometheus" / "tests"
 AM_CONFIG = REPO / "deploy" / "alertmanager" / "alertmanager.yml"
 RUNBOOK = REPO / "docs" / "runbook.md"
 FINDINGS_DOC = REPO / "docs" / "findings.md"

@@ -16,10 +16,16 @@ import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
-DASHBOARD_DIR = Path(__file__).resolve().parents[2] / "dashboards" / "json"
+from monitor import assets
+
+#: Where ``generate`` writes by default: the package's own folder in a checkout (the
+#: committed JSON), the current directory's ``grafana-dashboards`` for an installed wheel.
+_CHECKOUT = assets.checkout_root()
+GENERATE_DIR = _CHECKOUT / "dashboards" / "json" if _CHECKOUT else Path("grafana-dashboards")
 DEFAULT_FOLDER = "Kafka replication"
 
 
@@ -72,11 +78,17 @@ def describe_error(url: str, exc: BaseException) -> str:
     return f"cannot reach Grafana at {url}: {reason}"
 
 
-def load_dashboards(directory: Path = DASHBOARD_DIR) -> dict[str, dict[str, Any]]:
-    files = sorted(directory.glob("*.json"))
-    if not files:
+def load_dashboards(directory: Path | None = None) -> dict[str, dict[str, Any]]:
+    """The dashboards' JSON by file name: from ``directory``, else the ones shipped in the
+    ``dashboards`` package (read as package data, wherever it is installed)."""
+    if directory is None:
+        shipped = resources.files("dashboards").joinpath("json")
+        files = [f for f in shipped.iterdir() if f.name.endswith(".json")]
+        return {f.name: json.loads(f.read_text()) for f in sorted(files, key=lambda f: f.name)}
+    paths = sorted(directory.glob("*.json"))
+    if not paths:
         raise PushError(f"no dashboards in {directory}: run `monitor dashboards generate`")
-    return {p.name: json.loads(p.read_text()) for p in files}
+    return {p.name: json.loads(p.read_text()) for p in paths}
 
 
 def datasource_body(prometheus_url: str) -> dict[str, Any]:
@@ -178,8 +190,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     dsub = p.add_subparsers(dest="dashboards_command", metavar="ACTION")
     dsub.required = True
-    g = dsub.add_parser("generate", help="write dashboards/json/*.json from dashboards/")
-    g.add_argument("--out", type=Path, default=DASHBOARD_DIR, help="output folder")
+    g = dsub.add_parser("generate", help="write the dashboards' JSON (Grafana's model)")
+    g.add_argument(
+        "--out", type=Path, default=GENERATE_DIR, help=f"output folder (default: {GENERATE_DIR})"
+    )
     g.set_defaults(func=_generate)
     u = dsub.add_parser(
         "push",
@@ -203,7 +217,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default="http://127.0.0.1:9090",
         help="the Prometheus the datasource points at, as Grafana's server reaches it",
     )
-    u.add_argument("--dir", type=Path, default=DASHBOARD_DIR, help="dashboards folder")
+    u.add_argument(
+        "--dir", type=Path, default=None, help="dashboards folder (default: the shipped ones)"
+    )
     u.add_argument("--timeout", type=float, default=10.0, help="per request, seconds")
     u.set_defaults(func=_push)
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import io
 import json
+import os
 import sys
 from collections.abc import Iterator
 from typing import IO
 
+from monitor import assets
 from monitor.model import ClusterModel, Finding, ModelConfig, Severity
 from monitor.query.render import FINDING_HEADER, finding_row
 from monitor.query.replay import replay
@@ -44,7 +47,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "Rejected lines are reported on stderr with their line number; the exit status is 1 "
         "when any line was rejected.",
     )
-    p.add_argument("file", metavar="FILE", help="JSON-lines events, or - for standard input")
+    p.add_argument(
+        "file",
+        metavar="FILE",
+        help="JSON-lines events, - for standard input, or the name of a shipped scenario "
+        "(`monitor assets list`: scenarios/NAME.jsonl), e.g. unclean_election",
+    )
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.add_argument(
         "--json", dest="format", action="store_const", const="json", help="--format json"
@@ -65,6 +73,16 @@ def _lines(stream: IO[bytes]) -> Iterator[bytes]:
         yield line.rstrip(b"\r\n")
 
 
+def _open(name: str) -> IO[bytes]:
+    """Standard input, a file, or a scenario shipped with the package (by name)."""
+    if name == "-":
+        return sys.stdin.buffer
+    shipped = f"scenarios/{name}.jsonl"
+    if not os.path.exists(name) and "/" not in name and shipped in assets.names():
+        return io.BytesIO(assets.read_text(shipped).encode())
+    return open(name, "rb")
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         config = model_config(args)
@@ -72,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"monitor replay: {e}", file=sys.stderr)
         return 78  # monitor.cli.EXIT_CONFIG: a threshold it cannot take
     try:
-        stream: IO[bytes] = sys.stdin.buffer if args.file == "-" else open(args.file, "rb")  # noqa: SIM115
+        stream = _open(args.file)
     except OSError as e:
         print(f"monitor replay: cannot read {args.file}: {e.strerror}", file=sys.stderr)
         return 2

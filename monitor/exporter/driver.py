@@ -147,7 +147,7 @@ class JobExporter:
         self,
         store: str,
         host: str = "127.0.0.1",
-        port: int = 9308,
+        port: int = 9478,
         per_partition: PerPartition = "findings",
         event_retention_s: float = 86_400.0,
         max_stamp_ahead_ms: int | None = None,

@@ -17,7 +17,7 @@ class MetricsServer:
         self,
         snapshot: Snapshot,
         host: str = "127.0.0.1",
-        port: int = 9308,
+        port: int = 9478,
         per_partition: PerPartition = "findings",
     ) -> None:
         self.registry = CollectorRegistry(auto_describe=False)

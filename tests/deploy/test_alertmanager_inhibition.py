@@ -25,7 +25,7 @@ from tests.promtools import AM_CONFIG
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.timeout(120)]
 
-MON = {"job": "replication-monitor", "instance": "127.0.0.1:9308"}
+MON = {"job": "replication-monitor", "instance": "127.0.0.1:9478"}
 
 
 def _free_port() -> int:
@@ -256,7 +256,7 @@ def test_broker_stale_telemetry_inhibits_follower_lag_on_that_broker(alertmanage
 
 
 def test_monitor_down_inhibits_everything_else_of_that_monitor(alertmanager: str) -> None:
-    other = {"job": "replication-monitor", "instance": "10.0.0.2:9308"}
+    other = {"job": "replication-monitor", "instance": "10.0.0.2:9478"}
     p0 = {"cluster": "c6", "topic": "orders", "partition": "0"}
     _inhibited(
         alertmanager,
@@ -273,7 +273,7 @@ def test_monitor_down_inhibits_everything_else_of_that_monitor(alertmanager: str
                 "5-collector",
                 cause="scrape_failed",
                 job="replication-collector",
-                instance="127.0.0.1:9309",
+                instance="127.0.0.1:9479",
             ),
         ],
         {

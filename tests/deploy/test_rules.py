@@ -157,8 +157,8 @@ def test_rendered_config_is_valid(promtool: str, tmp_path: Path) -> None:
     occurs once, and the rendered copy (elsewhere, other ports) is still valid."""
     text = PROM_CONFIG.read_text()
     substitutions = {
-        "127.0.0.1:9308": "127.0.0.1:19308",
-        "127.0.0.1:9309": "127.0.0.1:19309",
+        "127.0.0.1:9478": "127.0.0.1:19478",
+        "127.0.0.1:9479": "127.0.0.1:19479",
         "127.0.0.1:9093": "127.0.0.1:19093",
         "rules/*.yml": str(RULES_DIR / "*.yml"),
     }

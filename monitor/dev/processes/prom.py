@@ -1,7 +1,7 @@
 """Prometheus, Alertmanager and a webhook receiver as managed local processes.
 
 Configuration comes from ``deploy/prometheus`` and ``deploy/alertmanager`` with the default
-addresses (``127.0.0.1:9308`` exporter, ``127.0.0.1:9309`` collector, ``127.0.0.1:9093``
+addresses (``127.0.0.1:9478`` exporter, ``127.0.0.1:9479`` collector, ``127.0.0.1:9093``
 Alertmanager, ``127.0.0.1:9099`` webhooks) substituted, so tests and the demo run the very
 rules and routes that are shipped.
 """
@@ -21,6 +21,8 @@ import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+from monitor import assets
 
 DEPLOY = Path(__file__).resolve().parents[3] / "deploy"
 
@@ -113,8 +115,8 @@ class PrometheusProcess(_Managed):
         workdir: Path,
         *,
         port: int | None = None,
-        exporter: str = "127.0.0.1:9308",
-        collector: str = "127.0.0.1:9309",
+        exporter: str = "127.0.0.1:9478",
+        collector: str = "127.0.0.1:9479",
         alertmanager: str = "127.0.0.1:9093",
         scrape_interval: str | None = None,
         evaluation_interval: str | None = None,
@@ -123,8 +125,8 @@ class PrometheusProcess(_Managed):
         self.port = port or free_port()
         config = (DEPLOY / "prometheus" / "prometheus.yml").read_text()
         config = (
-            config.replace("127.0.0.1:9308", exporter)
-            .replace("127.0.0.1:9309", collector)
+            config.replace("127.0.0.1:9478", exporter)
+            .replace("127.0.0.1:9479", collector)
             .replace("127.0.0.1:9093", alertmanager)
         )
         if scrape_interval:
@@ -136,7 +138,11 @@ class PrometheusProcess(_Managed):
                 "evaluation_interval: 15s", f"evaluation_interval: {evaluation_interval}"
             )
         workdir.mkdir(parents=True, exist_ok=True)
-        shutil.copytree(DEPLOY / "prometheus" / "rules", workdir / "rules", dirs_exist_ok=True)
+        rules = workdir / "rules"
+        rules.mkdir(exist_ok=True)
+        for name in assets.names():
+            if name.startswith("prometheus/rules/"):
+                (rules / name.rsplit("/", 1)[1]).write_text(assets.read_text(name))
         self.config_path = workdir / "prometheus.yml"
         self.config_path.write_text(config)
 
