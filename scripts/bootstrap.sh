@@ -2,8 +2,10 @@
 # Set up everything the demo and the tests need, idempotently, on a fresh machine:
 #   1. a virtualenv in .venv with the pinned dependencies (requirements.lock) and this package;
 #   2. the Maven jars (Kafka broker, JMX exporter agent, Spark's Kafka source) into .cache/;
-#   3. Prometheus, promtool and Alertmanager from Debian's packages, when missing -- with a
-#      policy-rc.d in place so that no service of the host is started, stopped or restarted.
+#   3. Prometheus, promtool and Alertmanager from Debian's packages, when missing, and buildah
+#      and debootstrap (the container image's builder and the base it builds on, deploy/image)
+#      -- with a policy-rc.d in place so that no service of the host is started, stopped or
+#      restarted.
 # Usage: scripts/bootstrap.sh [--no-jars] [--no-apt]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -50,6 +52,8 @@ if [ "$want_apt" = 1 ]; then
   command -v promtool >/dev/null || missing+=(prometheus)
   command -v prometheus-alertmanager >/dev/null || command -v alertmanager >/dev/null \
     || missing+=(prometheus-alertmanager)
+  command -v buildah >/dev/null || missing+=(buildah)
+  command -v debootstrap >/dev/null || missing+=(debootstrap)
   if [ ${#missing[@]} -gt 0 ]; then
     step "installing from Debian: ${missing[*]}"
     sudo=""
