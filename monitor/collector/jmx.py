@@ -8,7 +8,7 @@ Sites name these metrics as their exporter rules say. :data:`PROFILES` holds the
 three styles of rules (the collector's ``jmx_profile``; ``auto`` detects one from a broker's
 page with :func:`detect`), and any name can be set (``jmx_names``):
 
-* ``monitor`` -- this project's rules (``deploy/jmx-exporter/kafka-replication.yaml``, the
+* ``monitor`` -- this project's rules (``monitor/assets/jmx-exporter/kafka-replication.yaml``, the
   lab's): only the MBeans read here;
 * ``strimzi`` -- the style of Strimzi's example Kafka metrics configuration: lower-cased
   ``kafka_<domain>_<type>_<name>``, meters as counters without ``PerSec``

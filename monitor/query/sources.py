@@ -245,7 +245,8 @@ class ReplaySource(ViewQueries):
 
 
 #: The ``kind`` label of the monitor's own alerts that are no finding kind
-#: (deploy/prometheus/rules/replication.yml); every other alert of ours is a finding kind.
+#: (monitor/assets/prometheus/rules/replication.yml); every other alert of ours is a finding
+#: kind.
 MONITOR_ALERT_KINDS = frozenset({"monitor_down", "monitor_behind", "collector_down"})
 
 

@@ -14,10 +14,16 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-RUNBOOK_BASE = (
-    "https://github.com/kafka-replication-monitor/kafka-replication-monitor/blob/main/"
-    "docs/runbook.md"
-)
+from monitor.assets.rules import PREFIX
+
+
+def key(alert: str) -> str:
+    """The snake_case key of an alert -- the finding kind it is named after (or a monitor or
+    witness alert's own name), its runbook anchor: ``KafkaReplicationUnderMinIsr`` ->
+    ``under_min_isr`` (the inverse of :func:`monitor.assets.rules.alert_name`)."""
+    body = alert.removeprefix(PREFIX)
+    return re.sub(r"(?<!^)([A-Z])", r"_\1", body).lower()
+
 
 _RULE_START = re.compile(r"^(?P<indent> *)- (?P<type>alert|record): (?P<name>\S+)\s*$")
 _KEY = re.compile(r"^(?P<indent> *)(?P<key>[A-Za-z_][\w-]*):(?: (?P<value>.*))?$")

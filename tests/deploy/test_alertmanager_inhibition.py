@@ -21,11 +21,12 @@ from typing import Any
 
 import pytest
 
+from monitor.assets.rules import alert_name
 from tests.promtools import AM_CONFIG
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.timeout(120)]
 
-MON = {"job": "replication-monitor", "instance": "127.0.0.1:9478"}
+MON = {"job": "kafka-replication-monitor", "instance": "127.0.0.1:9478"}
 
 
 def _free_port() -> int:
@@ -97,12 +98,13 @@ def alertmanager(alertmanager_bin: str, tmp_path_factory: pytest.TempPathFactory
         sink.close()
 
 
-def _alert(alertname: str, severity: str, uid: str, **labels: str) -> dict[str, Any]:
+def _alert(kind: str, severity: str, uid: str, **labels: str) -> dict[str, Any]:
+    """An alert as the rules make it: named after its kind, with the kind as a label."""
     now = dt.datetime.now(dt.UTC)
     return {
         "labels": {
-            "alertname": alertname,
-            "kind": alertname,
+            "alertname": alert_name(kind),
+            "kind": kind,
             "severity": severity,
             "uid": uid,
             **labels,
@@ -256,7 +258,7 @@ def test_broker_stale_telemetry_inhibits_follower_lag_on_that_broker(alertmanage
 
 
 def test_monitor_down_inhibits_everything_else_of_that_monitor(alertmanager: str) -> None:
-    other = {"job": "replication-monitor", "instance": "10.0.0.2:9478"}
+    other = {"job": "kafka-replication-monitor", "instance": "10.0.0.2:9478"}
     p0 = {"cluster": "c6", "topic": "orders", "partition": "0"}
     _inhibited(
         alertmanager,
@@ -272,7 +274,7 @@ def test_monitor_down_inhibits_everything_else_of_that_monitor(alertmanager: str
                 "warning",
                 "5-collector",
                 cause="scrape_failed",
-                job="replication-collector",
+                job="kafka-replication-collector",
                 instance="127.0.0.1:9479",
             ),
         ],

@@ -12,14 +12,22 @@ from pathlib import Path
 
 import pytest
 
+from monitor import assets
+from monitor.assets.rules import (
+    DEFAULT_COLLECTOR_SELECTOR,
+    DEFAULT_MONITOR_SELECTOR,
+    DEFAULT_RUNBOOK_URL,
+    alert_name,
+    render,
+)
 from monitor.query.sources import MONITOR_ALERT_KINDS
 from tests.deploy.rulefiles import (
-    RUNBOOK_BASE,
     Rule,
     documented_metrics,
     finding_kinds,
     h2_sections,
     heading_anchors,
+    key,
     promql_blocks,
     promql_names,
     scan_rule_dir,
@@ -30,7 +38,6 @@ from tests.promtools import (
     FINDINGS_DOC,
     METRICS_DOC,
     PROM_CONFIG,
-    PROM_DIR,
     RULE_TESTS_DIR,
     RULES_DIR,
     RUNBOOK,
@@ -134,11 +141,29 @@ def test_amtool_check_config(amtool: str) -> None:
 
 #: (alert labels, the receiver Alertmanager must route them to)
 ROUTES = [
-    ("alertname=under_min_isr severity=critical cluster=lab topic=orders partition=0", "pager"),
-    ("alertname=monitor_down severity=critical job=replication-monitor", "pager"),
-    ("alertname=follower_lag severity=warning cluster=lab topic=orders partition=0", "tickets"),
-    ("alertname=durability_risk severity=info cluster=lab topic=audit", "null"),
-    ("alertname=something_new cluster=lab", "tickets"),  # no severity: never dropped
+    (
+        "alertname=KafkaReplicationUnderMinIsr severity=critical cluster=lab topic=orders "
+        "partition=0",
+        "kafka-replication-pager",
+    ),
+    (
+        "alertname=KafkaReplicationMonitorDown severity=critical job=kafka-replication-monitor",
+        "kafka-replication-pager",
+    ),
+    (
+        "alertname=KafkaReplicationFollowerLag severity=warning cluster=lab topic=orders "
+        "partition=0",
+        "kafka-replication-tickets",
+    ),
+    (
+        "alertname=KafkaReplicationDurabilityRisk severity=info cluster=lab topic=audit",
+        "kafka-replication-null",
+    ),
+    # no severity: never dropped
+    ("alertname=KafkaReplicationSomethingNew cluster=lab", "kafka-replication-tickets"),
+    # another team's alerts keep their own route, critical or not: the merge takes none
+    ("alertname=DiskFull severity=critical team=storage", "team-default"),
+    ("alertname=under_min_isr severity=critical cluster=lab", "team-default"),
 ]
 
 
@@ -210,7 +235,9 @@ def test_missing_tool_fails_not_skips(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_every_alertable_finding_kind_has_an_alert(alerts: list[Rule]) -> None:
     kinds = finding_kinds(FINDINGS_DOC)
     assert len(kinds) >= 18, f"could not read the kinds table of {FINDINGS_DOC}: {kinds}"
-    names = {a.name for a in alerts}
+    bad = [a.name for a in alerts if a.name != alert_name(key(a.name))]
+    assert not bad, f"alert names not KafkaReplication + CamelCase of a snake_case key: {bad}"
+    names = {key(a.name) for a in alerts}
     missing = set(kinds) - names - set(NOT_ALERTED)
     assert not missing, f"finding kinds without an alert (add a rule or NOT_ALERTED): {missing}"
     stale = set(NOT_ALERTED) - set(kinds)
@@ -230,14 +257,16 @@ def test_every_alert_has_severity_kind_summary_description_runbook(alerts: list[
         sev = a.labels.get("severity")
         if sev not in SEVERITIES:
             problems.append(f"{a.where()}: severity {sev!r} not in {sorted(SEVERITIES)}")
-        if a.labels.get("kind") != WITNESS_ALERTS.get(a.name, a.name):
-            problems.append(f"{a.where()}: label kind={a.labels.get('kind')!r} != alert name")
-        for key in ("summary", "description", "runbook_url"):
-            if not a.annotations.get(key, "").strip():
-                problems.append(f"{a.where()}: no {key} annotation")
+        if a.labels.get("kind") != WITNESS_ALERTS.get(key(a.name), key(a.name)):
+            problems.append(f"{a.where()}: label kind={a.labels.get('kind')!r} != alert's kind")
+        for annotation in ("summary", "description", "runbook_url"):
+            if not a.annotations.get(annotation, "").strip():
+                problems.append(f"{a.where()}: no {annotation} annotation")
         url = a.annotations.get("runbook_url", "")
-        if url != f"{RUNBOOK_BASE}#{a.name}":
-            problems.append(f"{a.where()}: runbook_url {url!r} != {RUNBOOK_BASE}#{a.name}")
+        if url != f"{DEFAULT_RUNBOOK_URL}#{key(a.name)}":
+            problems.append(
+                f"{a.where()}: runbook_url {url!r} != {DEFAULT_RUNBOOK_URL}#{key(a.name)}"
+            )
         summary = a.annotations.get("summary", "")
         if a.labels.get("kind") not in MONITOR_ALERTS and "$labels.cluster" not in summary:
             problems.append(f"{a.where()}: summary does not name the cluster")
@@ -249,7 +278,7 @@ def test_critical_findings_page_and_paging_matches_findings(alerts: list[Rule]) 
     a critical finding always pages."""
     kinds = finding_kinds(FINDINGS_DOC)
     for a in alerts:
-        if kinds.get(a.name) == "critical":
+        if kinds.get(key(a.name)) == "critical":
             assert a.labels["severity"] == "critical", a.where()
 
 
@@ -275,8 +304,8 @@ def test_runbook_has_a_section_for_every_alert(alerts: list[Rule]) -> None:
     for a in alerts:
         anchor = a.annotations["runbook_url"].rpartition("#")[2]
         assert anchor in anchors, f"{a.where()}: no heading with anchor #{anchor} in runbook.md"
-        assert a.name in sections, f"runbook.md has no '## {a.name}' section"
-        text = sections[a.name]
+        assert key(a.name) in sections, f"runbook.md has no '## {key(a.name)}' section"
+        text = sections[key(a.name)]
         for part in (
             "**Meaning.**",
             "**Urgency.**",
@@ -410,13 +439,75 @@ def test_alertmanager_receivers_are_local_placeholders() -> None:
     text = AM_CONFIG.read_text()
     urls = re.findall(r"url:\s*(\S+)", text)
     assert urls and all(u.startswith("http://127.0.0.1:9099/") for u in urls), urls
-    for receiver in ("pager", "tickets", '"null"'):
-        assert f"- name: {receiver}" in text, receiver
+    for receiver in ("pager", "tickets", "null"):
+        assert f"- name: kafka-replication-{receiver}" in text, receiver
 
 
 def test_prometheus_config_jobs_and_paths() -> None:
     text = PROM_CONFIG.read_text()
-    assert "job_name: replication-monitor" in text
-    assert "job_name: replication-collector" in text
+    # The rules' default selectors select the example configuration's jobs.
+    assert f"job_name: {DEFAULT_MONITOR_SELECTOR.split('=')[1].strip(chr(34))}" in text
+    assert f"job_name: {DEFAULT_COLLECTOR_SELECTOR.split('=')[1].strip(chr(34))}" in text
     assert re.search(r"^\s+- rules/\*\.yml$", text, re.M)
-    assert (PROM_DIR / "rules").is_dir()
+
+
+# ====================================================================== fitting a stack
+
+
+def test_example_alertmanager_config_merges_the_shipped_route_as_is() -> None:
+    """deploy/alertmanager/alertmanager.yml is the snippet merged into a stack's config:
+    its first route and its inhibitions are exactly the snippet's (they cannot drift)."""
+    import yaml
+
+    snippet = yaml.safe_load(assets.read_text("alertmanager/route.yml"))
+    example = yaml.safe_load(AM_CONFIG.read_text())
+    assert example["route"]["routes"][0] == snippet["route"]
+    assert example["inhibit_rules"] == snippet["inhibit_rules"]
+    # The route takes this monitor's alerts only: its matcher is the alert names' prefix.
+    assert snippet["route"]["matchers"] == ['alertname=~"KafkaReplication.+"']
+    for rule in snippet["inhibit_rules"]:
+        for matcher in rule["source_matchers"] + rule["target_matchers"]:
+            if matcher.startswith("alertname"):
+                assert "KafkaReplication" in matcher, matcher
+
+
+@pytest.mark.prometheus
+def test_rules_rendered_for_a_stack_keep_no_default(promtool: str, tmp_path: Path) -> None:
+    """`monitor assets rules` with a runbook URL and selectors: every runbook_url and every
+    job selector of the files changes, nothing else does, and promtool takes the result."""
+    values = {
+        "runbook_url": "https://wiki.example.com/kafka/runbook",
+        "monitor_selector": 'job="kmon-stream",namespace="kafka"',
+        "collector_selector": 'job=~"kmon-collector-.*"',
+    }
+    from monitor.cli import main
+
+    assert main(["assets", "rules", "--out", str(tmp_path),
+                 "--runbook-url", values["runbook_url"],
+                 "--monitor-selector", values["monitor_selector"],
+                 "--collector-selector", values["collector_selector"]]) == 0  # fmt: skip
+    written = sorted(tmp_path.glob("*.yml"))
+    assert [p.name for p in written] == ["recording.yml", "replication.yml"]
+    text = (tmp_path / "replication.yml").read_text()
+    for default in (
+        DEFAULT_RUNBOOK_URL + "#",
+        DEFAULT_MONITOR_SELECTOR,
+        DEFAULT_COLLECTOR_SELECTOR,
+    ):
+        assert default not in text, default
+    rendered = scan_rule_dir(tmp_path)
+    urls = [r.annotations["runbook_url"] for r in rendered if r.type == "alert"]
+    assert urls and all(u == f"{values['runbook_url']}#{u.rpartition('#')[2]}" for u in urls)
+    assert text.count("kmon-stream") == 3 and text.count("kmon-collector-") == 1, text
+    shipped = (RULES_DIR / "replication.yml").read_text().splitlines()
+    assert len(text.splitlines()) == len(shipped)
+    defaults = (DEFAULT_RUNBOOK_URL, DEFAULT_MONITOR_SELECTOR, DEFAULT_COLLECTOR_SELECTOR)
+    for before, after in zip(shipped, text.splitlines(), strict=True):
+        assert before == after or any(d in before for d in defaults), (before, after)
+    out = run_tool([promtool, "check", "rules", *map(str, written)])
+    assert "SUCCESS" in out.stdout
+
+
+def test_a_selector_with_braces_is_refused() -> None:
+    with pytest.raises(ValueError, match="inside of a selector's braces"):
+        render("x", monitor_selector='{job="x"}')

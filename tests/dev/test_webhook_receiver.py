@@ -11,11 +11,12 @@ import json
 import time
 import urllib.request
 
+from monitor.assets.rules import alert_name
 from monitor.dev.processes.prom import WebhookReceiver
 
 
 def _post(address: str, *names: str) -> None:
-    body = {"alerts": [{"labels": {"alertname": n}} for n in names]}
+    body = {"alerts": [{"labels": {"alertname": alert_name(n), "kind": n}} for n in names]}
     req = urllib.request.Request(
         f"http://{address}/page",
         data=json.dumps(body).encode(),
@@ -40,7 +41,7 @@ def test_each_alert_keeps_the_time_of_its_first_delivery() -> None:
     finally:
         hook.stop()
     assert set(read) == {"committed_data_loss", "unclean_election", "under_min_isr"}
-    assert hook.alertnames() == set(read)
+    assert hook.kinds() == set(read)
     # Stamped on arrival: the first delivery's time, not the re-notification's or the read's.
     assert before <= read["committed_data_loss"] <= first
     assert before <= read["unclean_election"] <= first

@@ -77,7 +77,7 @@ class LiveView:
                     self.page_first[name] = t
                     self.say(f"  >> PAGE delivered  {name}")
             try:
-                now = {a["labels"]["alertname"] for a in prom.alerts() if a["state"] == "firing"}
+                now = {a["labels"]["kind"] for a in prom.alerts() if a["state"] == "firing"}
             except Exception:
                 continue
             for name in sorted(now - firing):

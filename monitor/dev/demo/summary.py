@@ -52,7 +52,7 @@ class Summary:
         # Pages reach the webhook after Alertmanager's group_wait: give them a moment.
         deadline = time.monotonic() + 30
         awaited = {"committed_data_loss", "unclean_election"}
-        while not awaited <= hook.alertnames() and time.monotonic() < deadline:
+        while not awaited <= hook.kinds() and time.monotonic() < deadline:
             time.sleep(0.5)
         # The delivery times the receiver stamped, whether or not the live view has shown them.
         for name, t in hook.first_received().items():
@@ -75,7 +75,7 @@ class Summary:
             if paged is not None:
                 page_delays[name] = round(paged - base, 1)
             self.say(f"   alert {name:<22} firing {t - base:6.1f}s{page} after the {fault}")
-        self.say(f"   pages and tickets delivered by Alertmanager: {sorted(hook.alertnames())}")
+        self.say(f"   pages and tickets delivered by Alertmanager: {sorted(hook.kinds())}")
         self.say(f"   committed offsets lost (HW last observed vs new leader's log): {committed}")
         self.say(
             f"   acknowledged records lost (consumer read-back):                 {consumer_lost}"
@@ -104,7 +104,7 @@ class Summary:
                     "detected_after_phase_start_s": detected,
                     "alert_firing_after_fault_s": alert_delays,
                     "page_delivered_after_fault_s": page_delays,
-                    "alertmanager_received": sorted(hook.alertnames()),
+                    "alertmanager_received": sorted(hook.kinds()),
                     "committed_offsets_lost": committed,
                     "consumer_lost": consumer_lost,
                     "held_by_old_leader": held,

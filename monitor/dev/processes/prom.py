@@ -254,14 +254,18 @@ class WebhookReceiver:
         self.server.shutdown()
         self.server.server_close()
 
-    def alertnames(self) -> set[str]:
+    def kinds(self) -> set[str]:
+        """The ``kind`` labels (finding kinds, monitor_down...) of every alert delivered."""
         return set(self.first_received())
 
     def first_received(self) -> dict[str, float]:
-        """Each alert name's first delivery, as ``time.monotonic()`` when the POST arrived
-        (stamped by the handler, so a reader polling later still gets the true time)."""
+        """Each alert kind's first delivery, as ``time.monotonic()`` when the POST arrived
+        (stamped by the handler, so a reader polling later still gets the true time). An
+        alert without a ``kind`` label (not this monitor's) counts under its name."""
         first: dict[str, float] = {}
         for n in list(self.notifications):
             for a in n["alerts"]:
-                first.setdefault(a["labels"].get("alertname", ""), n["_received_monotonic"])
+                labels = a["labels"]
+                kind = labels.get("kind") or labels.get("alertname", "")
+                first.setdefault(kind, n["_received_monotonic"])
         return first

@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from monitor.assets.rules import alert_name
 from monitor.dev.soak.plan import CAUGHT_UP_AGE_S, HEALTH_ALERTS
 from monitor.dev.soak.probes import metric, scrape, wait_until
 from monitor.dev.soak.record import Record
@@ -126,18 +127,17 @@ class Health:
         span = f"{int(time.time() - start) + 4}s"
         out: dict[str, Any] = {}
         try:
-            for job in ("replication-monitor", "replication-collector"):
+            for job in ("kafka-replication-monitor", "kafka-replication-collector"):
                 r = prom.query(f'min_over_time(up{{job="{job}"}}[{span}])')
                 out[f"prom_min_up_{job}"] = float(r[0]["value"][1]) if r else None
             r = prom.query(f"max_over_time(kafka_replication_monitor_input_lag_records[{span}])")
             out["prom_max_input_lag"] = float(r[0]["value"][1]) if r else None
             r = prom.query(f"min_over_time(kafka_replication_monitor_up[{span}])")
             out["prom_min_monitor_up"] = float(r[0]["value"][1]) if r else None
-            alerts = prom.query(
-                f'max_over_time(ALERTS{{alertname=~"{"|".join(HEALTH_ALERTS)}"}}[{span}])'
-            )
+            names = "|".join(map(alert_name, HEALTH_ALERTS))
+            alerts = prom.query(f'max_over_time(ALERTS{{alertname=~"{names}"}}[{span}])')
             out["health_alerts"] = sorted(
-                f"{a['metric']['alertname']}{{cause={a['metric'].get('cause', '')}}} "
+                f"{a['metric']['kind']}{{cause={a['metric'].get('cause', '')}}} "
                 f"{a['metric']['alertstate']}"
                 for a in alerts
             )

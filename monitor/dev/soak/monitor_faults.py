@@ -80,7 +80,7 @@ class MonitorFaults:
                 wait_until(lambda: set(prom.targets_up().values()) == {"up"}, 60, "targets up", 1.0)
                 # The samples of the minute before the restart are still there (same TSDB).
                 kept = prom.query(
-                    'count_over_time(up{job="replication-monitor"}[60s])', at=mf.started - 1
+                    'count_over_time(up{job="kafka-replication-monitor"}[60s])', at=mf.started - 1
                 )
                 d["samples_of_the_minute_before"] = int(float(kept[0]["value"][1])) if kept else 0
             mf.recovered = True
@@ -114,7 +114,7 @@ class MonitorFaults:
         def firing() -> bool:
             try:
                 return any(
-                    a["labels"]["alertname"] == "monitor_down" and a["state"] == "firing"
+                    a["labels"].get("kind") == "monitor_down" and a["state"] == "firing"
                     for a in prom.alerts()
                 )
             except Exception:
@@ -126,7 +126,7 @@ class MonitorFaults:
             )
             o["paged_after_s"] = round(
                 wait_until(
-                    lambda: "monitor_down" in hook.alertnames(), 120, "monitor_down paged", 1.0
+                    lambda: "monitor_down" in hook.kinds(), 120, "monitor_down paged", 1.0
                 )
                 + o["monitor_down_firing_after_s"],
                 1,

@@ -65,7 +65,7 @@ COLLATERAL: dict[str, frozenset[str]] = {
     "recreate": frozenset(),
     "reassign": frozenset(),
 }
-#: The monitor-health alerts of deploy/prometheus/rules/replication.yml.
+#: The monitor-health alerts of monitor/assets/prometheus/rules/replication.yml.
 HEALTH_ALERTS = ("monitor_down", "monitor_behind", "collector_down")
 #: The job has caught up when its newest telemetry is this fresh (the model's stale_after_ms
 #: is 15 s here).

@@ -97,7 +97,7 @@ class Soak:
     def _report(self, stack: Stack) -> int:
         time.sleep(3)
         raw = read_raw(stack.mon.bootstrap_servers, FINDINGS)
-        result = judge(self.record, self.plan, raw, sorted(stack.hook.alertnames()))
+        result = judge(self.record, self.plan, raw, sorted(stack.hook.kinds()))
         path = self.workdir / "soak.json"
         path.write_text(json.dumps(result, indent=1, default=str) + "\n")
         print_report(result, self.say, path)

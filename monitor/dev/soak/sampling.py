@@ -81,7 +81,7 @@ def watch_alerts(record: Record, stack: Stack, stop: threading.Event) -> None:
         now = time.time()
         current = {
             (
-                a["labels"]["alertname"],
+                a["labels"].get("kind", a["labels"]["alertname"]),
                 a["state"],
                 json.dumps(a["labels"], sort_keys=True),
             )
