@@ -202,3 +202,23 @@ def test_replay_json_is_format_json(capsys: pytest.CaptureFixture[str]) -> None:
     json_lines = capsys.readouterr().out.splitlines()
     assert main(["replay", str(DATA / "unclean_election.jsonl"), "--format", "json"]) == 0
     assert capsys.readouterr().out.splitlines() == json_lines and json_lines
+
+
+def test_replay_takes_a_shipped_scenario_by_name(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["replay", "unclean_election", "--json"]) == 0
+    kinds = {json.loads(ln)["kind"] for ln in capsys.readouterr().out.splitlines()}
+    assert {"unclean_election", "committed_data_loss"} <= kinds
+    assert main(["replay", "no_such_scenario"]) == 2
+    assert "cannot read no_such_scenario" in capsys.readouterr().err
+
+
+def test_assets_are_listed_and_exported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["assets", "list"]) == 0
+    listed = capsys.readouterr().out.split()
+    shipped = ["pom.xml", "alertmanager/route.yml", "prometheus/rules/replication.yml",
+               "scenarios/unclean_election.jsonl", "jmx-exporter/kafka-replication.yaml"]  # fmt: skip
+    assert set(shipped) <= set(listed)
+    assert main(["assets", "export", str(tmp_path)]) == 0
+    written = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file())
+    assert written == sorted(listed)
+    assert (tmp_path / "pom.xml").read_text() == (ROOT / "deploy" / "pom.xml").read_text()
