@@ -215,8 +215,13 @@ def test_replay_takes_a_shipped_scenario_by_name(capsys: pytest.CaptureFixture[s
 def test_assets_are_listed_and_exported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["assets", "list"]) == 0
     listed = capsys.readouterr().out.split()
-    shipped = ["pom.xml", "alertmanager/route.yml", "prometheus/rules/replication.yml",
-               "scenarios/unclean_election.jsonl", "jmx-exporter/kafka-replication.yaml"]  # fmt: skip
+    shipped = [
+        "pom.xml",
+        "alertmanager/route.yml",
+        "prometheus/rules/replication.yml",
+        "scenarios/unclean_election.jsonl",
+        "jmx-exporter/kafka-replication.yaml",
+    ]
     assert set(shipped) <= set(listed)
     assert main(["assets", "export", str(tmp_path)]) == 0
     written = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file())
