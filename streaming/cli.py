@@ -8,18 +8,38 @@ and ``spark-submit streaming/cli.py``: the job's one entry point.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from monitor import logs, settings
 from streaming.config import StreamingConfig, load_config
+
+EXIT_USAGE = 64  # monitor.cli.EXIT_USAGE (streaming may not import the CLI above it)
+EXIT_CONFIG = 78  # monitor.cli.EXIT_CONFIG
+
+
+class _Parser(argparse.ArgumentParser):
+    """``python -m streaming``'s parser: a usage error exits 64, as ``monitor stream``'s."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 
 def add_options(p: argparse.ArgumentParser) -> None:
     d = StreamingConfig.model_fields
+    p.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help="settings file, TOML or YAML (.toml, .yaml, .yml; .json too); default: "
+        "$MONITOR_STREAMING_CONFIG. Flags beat MONITOR_STREAMING_* variables, which beat the "
+        "file (docs/configuration.md)",
+    )
     p.add_argument(
         "--bootstrap",
         help="bootstrap servers of the monitor's Kafka cluster (127.0.0.1:19092; the rest of "
@@ -78,10 +98,12 @@ def add_options(p: argparse.ArgumentParser) -> None:
         choices=("findings", "all", "none"),
         help="per-partition series: with an open finding (default), all, or none",
     )
+    logs.add_arguments(p)
 
 
 def config_from_args(args: argparse.Namespace) -> StreamingConfig:
-    overrides: dict[str, Any] = {
+    """Flags > ``MONITOR_STREAMING_*`` > the file (``--config``) > defaults."""
+    given: dict[str, Any] = {
         "events_topic": args.events_topic,
         "findings_topic": args.findings_topic,
         "deadletter_topic": args.deadletter_topic,
@@ -98,19 +120,13 @@ def config_from_args(args: argparse.Namespace) -> StreamingConfig:
         "metrics_host": args.metrics_host,
         "per_partition": args.per_partition,
     }
+    flags = {k: v for k, v in given.items() if v is not None}
     if args.master is not None:
-        overrides["master"] = None if args.master.lower() == "none" else args.master
-        if overrides["master"] is None:
-            overrides.pop("master")
-            cfg_master_none = True
-        else:
-            cfg_master_none = False
-    else:
-        cfg_master_none = False
+        flags["master"] = None if args.master.lower() == "none" else args.master
     if args.bootstrap is not None:
-        overrides["kafka"] = {"bootstrap_servers": args.bootstrap}
+        flags["kafka"] = {"bootstrap_servers": args.bootstrap}
     if args.no_jars:
-        overrides["jars"] = []
+        flags["jars"] = []
     if args.conf:
         conf = {}
         for item in args.conf:
@@ -118,20 +134,14 @@ def config_from_args(args: argparse.Namespace) -> StreamingConfig:
             if not sep:
                 raise ValueError(f"--conf expects KEY=VALUE, got {item!r}")
             conf[key] = value
-        overrides["spark_conf"] = conf
-    cfg = load_config(**overrides)
+        flags["spark_conf"] = conf
     if args.stale_after_ms is not None:
-        model = dataclasses.replace(cfg.model, stale_after_ms=args.stale_after_ms)
-        cfg = cfg.model_copy(update={"model": model})
-    if cfg_master_none:
-        cfg = cfg.model_copy(update={"master": None})
-    return cfg
+        flags["model"] = {"stale_after_ms": args.stale_after_ms}
+    return load_config(args.config, **flags)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="monitor stream", description="Run the Spark streaming job of the monitor."
-    )
+    p = _Parser(prog="monitor stream", description="Run the Spark streaming job of the monitor.")
     add_options(p)
     return p
 
@@ -142,9 +152,14 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         cfg = config_from_args(args)
-    except (ValidationError, ValueError) as e:
+    except ValidationError as e:
+        print(f"monitor stream: invalid configuration: {settings.describe_error(e)}",
+              file=sys.stderr)  # fmt: skip
+        return EXIT_CONFIG
+    except (ValueError, OSError) as e:
         print(f"monitor stream: invalid configuration: {e}", file=sys.stderr)
-        return 78  # monitor.cli.EXIT_CONFIG
+        return EXIT_CONFIG
+    logs.configure_from(args)  # once the settings are good (a refusal is one line)
     try:
         return run_job(cfg)
     except LayoutError as e:  # raised before Spark starts
@@ -154,7 +169,7 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m streaming`` and ``spark-submit streaming/cli.py``: same flags, same
-    errors as ``monitor stream`` (a bad setting is one line and exit 2, not a traceback)."""
+    errors as ``monitor stream`` (a bad setting is one line and exit 78, not a traceback)."""
     return run(build_parser().parse_args(argv))
 
 
@@ -164,7 +179,8 @@ def register(sub: Any) -> None:
         help="run the Spark Structured Streaming job (events -> findings, state, dead letters)",
         description="Reads telemetry events from Kafka, runs the watermark model per hash "
         "bucket of partitions in Spark state, writes findings, dead letters and partition "
-        "state. Settings also come from MONITOR_STREAMING_* environment variables.",
+        "state. Settings, highest first: flags, MONITOR_STREAMING_* environment variables, "
+        "the --config file (TOML or YAML), defaults (docs/configuration.md).",
     )
     add_options(p)
     p.set_defaults(func=run)

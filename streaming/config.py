@@ -1,21 +1,21 @@
-"""Configuration of the streaming job: one validated model, defaults, ``MONITOR_STREAMING_*`` env.
+"""Configuration of the streaming job: one validated model (docs/configuration.md).
 
-Precedence (highest first): explicit arguments (the CLI's flags), environment variables
-``MONITOR_STREAMING_<FIELD>`` (``MONITOR_STREAMING_MODEL__STALE_AFTER_MS`` for the model's
-thresholds, ``MONITOR_STREAMING_KAFKA__SASL_PASSWORD_FILE`` for the connection), then the
-defaults below. Unknown keys are errors, in arguments and in the
+Precedence (highest first, :mod:`monitor.settings`): explicit arguments (the CLI's flags),
+environment variables ``MONITOR_STREAMING_<FIELD>`` (``MONITOR_STREAMING_MODEL__STALE_AFTER_MS``
+for the model's thresholds, ``MONITOR_STREAMING_KAFKA__SASL_PASSWORD_FILE`` for the
+connection), the settings file (``--config`` or ``MONITOR_STREAMING_CONFIG``: TOML, YAML or
+JSON), then the defaults below. Unknown keys are errors, in arguments, the file and the
 environment alike: a typo'd setting must not be silently ignored.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from monitor import settings
 from monitor.connection import KafkaConnection
@@ -23,6 +23,9 @@ from monitor.contract.events import DEADLETTER_TOPIC, EVENTS_TOPIC, FINDINGS_TOP
 from monitor.model import ModelConfig
 
 ENV_PREFIX = "MONITOR_STREAMING_"
+#: ``MONITOR_STREAMING_*`` variables that are no setting yet no mistake (besides ``CONFIG``,
+#: the settings file): the file of per-bucket handler times (streaming.operator).
+OTHER_ENV = ("PROFILE",)
 
 # Kafka's legal topic names (the same rule the event contract applies to ``topic``).
 _TOPIC_RE = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
@@ -42,6 +45,20 @@ class StreamingConfig(BaseSettings):
         # A validation error must not echo the input: it may hold a password.
         hide_input_in_errors=True,
     )
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Arguments > environment > the settings file > defaults."""
+        return settings.layered_sources(
+            settings_cls, init_settings, env_settings, dotenv_settings, file_secret_settings
+        )
 
     # -- Kafka (the monitor's own cluster: events in, findings and dead letters out) ---------
     kafka: KafkaConnection = Field(
@@ -174,17 +191,10 @@ class StreamingConfig(BaseSettings):
 
 def unknown_env_keys(environ: dict[str, str] | None = None) -> list[str]:
     """``MONITOR_STREAMING_*`` variables that name no setting (pydantic-settings ignores them)."""
-    nested = {
-        "MODEL": [f.name for f in dataclasses.fields(ModelConfig)],
-        "KAFKA": list(KafkaConnection.model_fields),
-    }
-    return settings.unknown_env_keys(ENV_PREFIX, StreamingConfig.model_fields, nested, environ)
+    return settings.unknown_settings_env(StreamingConfig, OTHER_ENV, environ)
 
 
-def load_config(**overrides: Any) -> StreamingConfig:
-    """Defaults < environment < ``overrides`` (None values in overrides are ignored)."""
-    bad = unknown_env_keys()
-    if bad:
-        raise ValueError(f"unknown streaming settings in the environment: {', '.join(bad)}")
-    given = {k: v for k, v in overrides.items() if v is not None}
-    return StreamingConfig(**given)
+def load_config(path: Path | None = None, /, **flags: Any) -> StreamingConfig:
+    """``flags`` > ``MONITOR_STREAMING_*`` > the file (``path``, else the one
+    ``MONITOR_STREAMING_CONFIG`` names) > defaults. A flag given as None is a value (None)."""
+    return settings.load(StreamingConfig, "streaming", path, flags, allowed_env=OTHER_ENV)

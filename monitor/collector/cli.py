@@ -7,18 +7,20 @@ import json
 import logging
 import signal
 import sys
-import tomllib
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from monitor import logs, settings
 from monitor.collector.check import admin_only_notice, check
 from monitor.collector.collector import Collector, RoundResult
-from monitor.collector.config import CollectorConfig, unknown_env_keys
+from monitor.collector.config import CollectorConfig, load_config
 from monitor.collector.jmx import PROFILES
 from monitor.collector.security import KafkaConnectError
 from monitor.contract.events import dumps
+
+log = logging.getLogger("monitor.collector")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -28,10 +30,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="Every interval, reads each broker's JMX exporter and the Admin API, and "
         "produces validated events to the events topic. Without exporter endpoints it reads "
         "the Admin API only (the findings that need JMX are then unavailable: collect --check "
-        "names them). Settings: --config FILE (TOML or "
-        "JSON), flags, or MONITOR_COLLECTOR_* environment variables.",
+        "names them). Settings, highest first: flags, MONITOR_COLLECTOR_* environment variables, "
+        "the --config file (TOML or YAML), defaults (docs/configuration.md).",
     )
-    p.add_argument("--config", type=Path, help="TOML or JSON file with CollectorConfig keys")
+    p.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help="settings file, TOML or YAML (.toml, .yaml, .yml; .json too); default: "
+        "$MONITOR_COLLECTOR_CONFIG. Flags beat MONITOR_COLLECTOR_* variables, which beat the "
+        "file (docs/configuration.md)",
+    )
     p.add_argument(
         "--lab", type=Path, metavar="DIR", help="collect from the lab in DIR (its collector.json)"
     )
@@ -62,32 +71,32 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--rounds", type=int, help="stop after this many rounds")
     p.add_argument("--once", action="store_true", help="one round, then exit")
     p.add_argument("--out", type=Path, help="write events as JSON lines here (no producing)")
+    logs.add_arguments(p)
     p.set_defaults(func=run)
 
 
 def build_config(args: argparse.Namespace) -> CollectorConfig:
-    data: dict[str, Any] = {}
-    bad = unknown_env_keys()
-    if bad:
-        raise ValueError(f"unknown collector settings in the environment: {', '.join(bad)}")
-    if args.config is not None:
-        data = read_config_file(args.config)
+    """Flags > ``MONITOR_COLLECTOR_*`` > the file (``--config``) > the lab's > defaults."""
+    flags: dict[str, Any] = {}
+    defaults: dict[str, Any] = {}
     if args.lab is not None:
         # The lab writes this file when it starts (``monitor lab up``): every broker, its
-        # exporters and, on a secured lab, its secure listener with secrets as files.
+        # exporters and, on a secured lab, its secure listener with secrets as files. Its
+        # cluster name is a default only.
         lab_file = args.lab / "collector.json"
         if not lab_file.is_file():
             raise ValueError(f"--lab {args.lab}: no {lab_file.name} there (run `monitor lab up`)")
         lab = json.loads(lab_file.read_text())
-        data.setdefault("cluster", lab.pop("cluster"))
-        data.update(lab)
+        defaults["cluster"] = lab.pop("cluster")
+        flags.update(lab)
     if args.bootstrap:
-        data.setdefault("kafka", {})["bootstrap_servers"] = args.bootstrap
+        flags.setdefault("kafka", {})["bootstrap_servers"] = args.bootstrap
     for item in args.jmx:
         broker, _, url = item.partition("=")
         if not broker.isdigit() or not url:
             raise ValueError(f"--jmx {item!r}: expected ID=URL, e.g. 1=http://host:7071/metrics")
-        data.setdefault("jmx_urls", {})[int(broker)] = url
+        # Keys as text, like a file's and the environment's: the same broker, one entry.
+        flags.setdefault("jmx_urls", {})[str(int(broker))] = url
     for key, value in (
         ("cluster", args.cluster),
         ("events_topic", args.topic),
@@ -97,36 +106,22 @@ def build_config(args: argparse.Namespace) -> CollectorConfig:
         ("jmx_profile", args.jmx_profile),
     ):
         if value is not None:
-            data[key] = value
-    return CollectorConfig(**data)
-
-
-def read_config_file(path: Path) -> dict[str, Any]:
-    """A TOML (``.toml``) or JSON (``.json``) settings file; any other suffix is refused by
-    name rather than misread (a YAML file once failed as "Expecting value: line 1")."""
-    text = path.read_text()
-    try:
-        if path.suffix == ".toml":
-            return tomllib.loads(text)
-        if path.suffix == ".json":
-            loaded = json.loads(text)
-            if not isinstance(loaded, dict):
-                raise ValueError("the top level must be an object of settings")
-            return loaded
-    except (tomllib.TOMLDecodeError, json.JSONDecodeError, ValueError) as e:
-        raise ValueError(f"--config {path}: {e}") from None
-    raise ValueError(f"--config {path}: a {path.suffix or 'suffix-less'} file is not read; "
-                     "give TOML (.toml) or JSON (.json)")  # fmt: skip
+            flags[key] = value
+    return load_config(args.config, flags, defaults)
 
 
 def run(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    logging.getLogger("kafka").setLevel(logging.WARNING)  # reconnect chatter during faults
     try:
         config = build_config(args)
-    except (ValidationError, ValueError, OSError) as e:
-        print(f"monitor collect: invalid configuration: {e}", file=sys.stderr)
+    except ValidationError as e:
+        print(f"monitor collect: invalid configuration: {settings.describe_error(e)}",
+              file=sys.stderr)  # fmt: skip
         return 78  # monitor.cli.EXIT_CONFIG
+    except (ValueError, OSError) as e:
+        print(f"monitor collect: invalid configuration: {e}", file=sys.stderr)
+        return 78
+    # Once the settings are good (a refused configuration is one line, not a log record).
+    logs.configure_from(args)
     if args.check:
         return check(config)
     if not config.jmx_urls:
@@ -143,9 +138,8 @@ def run(args: argparse.Namespace) -> int:
         if out is not None:
             out.writelines(dumps(e) + "\n" for e in res.events)
             out.flush()
-        print(
-            f"round: {len(res.events)} events, {len(res.errors)} errors, {res.duration_s:.2f}s",
-            file=sys.stderr,
+        log.info(
+            "round: %d events, %d errors, %.2fs", len(res.events), len(res.errors), res.duration_s
         )
 
     signal.signal(signal.SIGTERM, lambda *_: collector.stop())

@@ -1,19 +1,21 @@
-"""The collector's configuration: one pydantic-settings model, environment overrides.
+"""The collector's configuration: one pydantic-settings model (docs/configuration.md).
 
-Every key can come from a TOML/JSON file (``--config``), the command line, or the
-environment as ``MONITOR_COLLECTOR_<KEY>``
-(nested: ``MONITOR_COLLECTOR_KAFKA__SASL_PASSWORD_FILE``). Unknown keys are errors, in a
-file and in the environment (:func:`unknown_env_keys`). The
-Kafka connection (``kafka``, ``events_kafka``) is :class:`monitor.connection.KafkaConnection`,
-the same settings the Spark job takes: secrets are :class:`SecretStr` or files.
+Every key can come from a settings file (``--config`` or ``MONITOR_COLLECTOR_CONFIG``: TOML,
+YAML or JSON), the environment as ``MONITOR_COLLECTOR_<KEY>`` (nested:
+``MONITOR_COLLECTOR_KAFKA__SASL_PASSWORD_FILE``) or a flag; flags beat the environment, which
+beats the file (:mod:`monitor.settings`). Unknown keys are errors, in the file and in the
+environment. The Kafka connection (``kafka``, ``events_kafka``) is
+:class:`monitor.connection.KafkaConnection`, the same settings the Spark job takes: secrets
+are :class:`SecretStr` or files.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from pathlib import Path
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from monitor import settings
 from monitor.collector.jmx import PROFILES, JmxNames
@@ -31,6 +33,20 @@ class CollectorConfig(BaseSettings):
         extra="forbid",
         hide_input_in_errors=True,
     )
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Arguments > environment > the settings file > defaults."""
+        return settings.layered_sources(
+            settings_cls, init_settings, env_settings, dotenv_settings, file_secret_settings
+        )
 
     cluster: str = Field(default="default", min_length=1, description="cluster label on events")
     kafka: KafkaConnection = Field(default_factory=KafkaConnection)
@@ -100,7 +116,14 @@ def unknown_env_keys(environ: dict[str, str] | None = None) -> list[str]:
     >>> unknown_env_keys({"MONITOR_COLLECTOR_INTERVL_S": "1", "MONITOR_COLLECTOR_CLUSTER": "c"})
     ['MONITOR_COLLECTOR_INTERVL_S']
     """
-    conn = list(KafkaConnection.model_fields)
-    nested = {"KAFKA": conn, "EVENTS_KAFKA": conn, "JMX_URLS": None, "JMX_NAMES": None}
-    prefix = str(CollectorConfig.model_config.get("env_prefix"))
-    return settings.unknown_env_keys(prefix, CollectorConfig.model_fields, nested, environ)
+    return settings.unknown_settings_env(CollectorConfig, environ=environ)
+
+
+def load_config(
+    path: Path | None = None,
+    args: dict[str, Any] | None = None,
+    defaults: dict[str, Any] | None = None,
+) -> CollectorConfig:
+    """Flags (``args``) > ``MONITOR_COLLECTOR_*`` > the file (``path``, else the one
+    ``MONITOR_COLLECTOR_CONFIG`` names) > ``defaults`` > the model's defaults."""
+    return settings.load(CollectorConfig, "collector", path, args, defaults=defaults)

@@ -36,6 +36,7 @@ def test_settings_that_exist_are_taken_from_the_environment(
         "MONITOR_COLLECTOR_KAFKA__SASL_PASSWORD_FILE": "/run/secrets/p",
         "MONITOR_COLLECTOR_EVENTS_KAFKA__BOOTSTRAP_SERVERS": "m:9092",
         "MONITOR_COLLECTOR_JMX_URLS__3": "http://k3:7071/metrics",
+        "MONITOR_COLLECTOR_CONFIG": "/etc/monitor/collector.yaml",  # the settings file
         "MONITOR_STREAMING_TRIGGER_S": "5",  # the job's, not the collector's business
     }
     assert unknown_env_keys(env) == []
@@ -44,8 +45,9 @@ def test_settings_that_exist_are_taken_from_the_environment(
 @pytest.mark.parametrize(
     ("name", "text", "says"),
     [
-        ("c.yaml", "cluster: prod\n", "a .yaml file is not read; give TOML (.toml) or JSON"),
-        ("c.json", "[1]", "the top level must be an object of settings"),
+        ("c.ini", "cluster = prod\n", "a .ini file is not read; give TOML (.toml), YAML"),
+        ("c.yaml", "cluster: [prod\n", "not valid YAML"),
+        ("c.json", "[1]", "the top level must be a mapping of settings"),
         ("c.toml", "cluster = \n", "Invalid value"),
     ],
 )

@@ -50,9 +50,10 @@ def test_monitor_stream_refuses_it_before_spark_starts() -> None:
 
 
 def test_the_jobs_settings_import_without_the_kafka_client() -> None:
-    """streaming.config used to pull in the collector package and with it kafka-python."""
+    """streaming.config used to pull in the collector package and with it kafka-python.
+    PyYAML is read only for a YAML settings file (the executors import this module too)."""
     code = (
-        "import sys; sys.modules['kafka'] = None\n"  # any `import kafka` now fails
+        "import sys; sys.modules['kafka'] = None; sys.modules['yaml'] = None\n"  # imports fail
         "import streaming.config, monitor.connection\n"
         "print('ok')\n"
     )
