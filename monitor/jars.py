@@ -137,7 +137,7 @@ def _require_tools(*tools: str) -> None:
     missing = [t for t in tools if shutil.which(t) is None]
     if missing:
         raise JarError(
-            "the lab needs "
+            "resolving the jars needs "
             + " and ".join(f"`{t}`" for t in missing)
             + " on PATH (Java 17+ and Maven 3.8+; on Debian: "
             "apt-get install openjdk-17-jdk-headless maven)"

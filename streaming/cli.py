@@ -147,7 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from streaming.job import LayoutError
+    from streaming.job import KafkaSourceUnavailable, LayoutError
     from streaming.job import run as run_job
 
     try:
@@ -165,6 +165,9 @@ def run(args: argparse.Namespace) -> int:
     except LayoutError as e:  # raised before Spark starts
         print(f"monitor stream: {e}", file=sys.stderr)
         return 2
+    except KafkaSourceUnavailable as e:  # before Spark starts: setup
+        print(f"monitor stream: {e}", file=sys.stderr)
+        return EXIT_CONFIG
 
 
 def main(argv: Sequence[str] | None = None) -> int:

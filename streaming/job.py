@@ -481,6 +481,11 @@ class LayoutError(ValueError):
     """The checkpoint's state was written with another bucket layout or state shape."""
 
 
+class KafkaSourceUnavailable(RuntimeError):
+    """The Spark Kafka source's jars could not be had (no Maven on the machine, or Maven
+    Central out of reach) and no other way was configured."""
+
+
 def check_layout(checkpoint: str, buckets: int) -> None:
     """Refuse to resume a checkpoint whose state is keyed or shaped differently; record a
     new one's.
@@ -546,7 +551,8 @@ def run(cfg: StreamingConfig, hooks: Sequence[Hook] = ()) -> int:
     With ``cfg.metrics_port`` set, the driver also serves Prometheus ``/metrics``
     (:mod:`monitor.exporter.driver`), seeded from the state store and refreshed every batch.
     """
-    from streaming.session import build_session, kafka_jars
+    from monitor.jars import JarError
+    from streaming.session import build_session, expand_jars, kafka_jars
 
     check_layout(cfg.checkpoint_location, cfg.buckets)  # before Spark (start() checks again)
     exporter = None
@@ -569,7 +575,24 @@ def run(cfg: StreamingConfig, hooks: Sequence[Hook] = ()) -> int:
             *hooks,
             Compactor(cfg.store_location, cfg.compact_every_batches, cfg.store_history_s),
         ]
-    jars = cfg.jars if cfg.jars is not None else kafka_jars()
+    if cfg.jars is not None:
+        try:
+            jars = expand_jars(cfg.jars)
+        except ValueError as e:
+            raise KafkaSourceUnavailable(str(e)) from None
+    elif "spark.jars.packages" in cfg.spark_conf:
+        jars = []  # Spark resolves the Kafka source itself (Ivy, from Maven Central)
+    else:
+        try:
+            jars = kafka_jars()
+        except JarError as e:
+            raise KafkaSourceUnavailable(
+                f"the Spark Kafka source's jars: {e}. Either install Maven (the jars are "
+                "resolved once into the cache), or name a local folder of them "
+                "(MONITOR_STREAMING_JARS='[\"/opt/spark-kafka-jars\"]'), or let Spark fetch "
+                'them: spark_conf."spark.jars.packages" = '
+                '"org.apache.spark:spark-sql-kafka-0-10_2.13:<pyspark version>" (docs/deploy.md)'
+            ) from None
     try:
         spark = build_session(
             master=cfg.master,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from streaming.schema import REQUIRED_SPARK_CONF
@@ -72,6 +73,26 @@ def build_session(
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("MONITOR_SPARK_LOG_LEVEL", "WARN"))
     return spark
+
+
+def expand_jars(entries: list[str]) -> list[str]:
+    """``jars`` as given, a folder standing for every ``*.jar`` in it (a local jars folder:
+    docs/deploy.md, the Spark Kafka source without Maven on the machine).
+
+    >>> expand_jars(["/nonexistent/a.jar", "s3a://bucket/b.jar"])
+    ['/nonexistent/a.jar', 's3a://bucket/b.jar']
+    """
+    out: list[str] = []
+    for entry in entries:
+        folder = Path(entry)
+        if "://" not in entry and folder.is_dir():
+            found = sorted(str(p) for p in folder.glob("*.jar"))
+            if not found:
+                raise ValueError(f"jars folder {entry} holds no *.jar")
+            out.extend(found)
+        else:
+            out.append(entry)
+    return out
 
 
 def kafka_jars() -> list[str]:

@@ -125,9 +125,7 @@ class MonitorFaults:
                 wait_until(firing, plan.outage_seconds + 120, "monitor_down firing", 1.0), 1
             )
             o["paged_after_s"] = round(
-                wait_until(
-                    lambda: "monitor_down" in hook.kinds(), 120, "monitor_down paged", 1.0
-                )
+                wait_until(lambda: "monitor_down" in hook.kinds(), 120, "monitor_down paged", 1.0)
                 + o["monitor_down_firing_after_s"],
                 1,
             )
