@@ -1,0 +1,322 @@
+{{/*
+Names and labels.
+*/}}
+{{- define "krm.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "krm.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* A component's object name: <fullname>-<component>, at most 63 characters. */}}
+{{- define "krm.componentName" -}}
+{{- printf "%s-%s" (include "krm.fullname" .root | trunc (int (sub 62 (len .component)))) .component | trimSuffix "-" }}
+{{- end }}
+
+{{- define "krm.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "krm.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "krm.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "krm.labels" -}}
+helm.sh/chart: {{ include "krm.chart" . }}
+{{ include "krm.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Values.image.tag | default .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: kafka-replication-monitor
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* Labels of one component (dict "root" $ "component" "collector"). */}}
+{{- define "krm.componentLabels" -}}
+{{ include "krm.labels" .root }}
+app.kubernetes.io/component: {{ .component }}
+{{- end }}
+
+{{- define "krm.componentSelectorLabels" -}}
+{{ include "krm.selectorLabels" .root }}
+app.kubernetes.io/component: {{ .component }}
+{{- end }}
+
+{{/*
+The label on a metrics Service that its ServiceMonitor names as jobLabel: Prometheus'
+`job` of the targets is this label's value (the alerts select on it: alerts.*Selector).
+*/}}
+{{- define "krm.jobLabelKey" -}}kafka-replication-monitor/job{{- end }}
+
+{{/* The image reference (dict "root" $ "image" <component image overrides>). */}}
+{{- define "krm.image" -}}
+{{- $img := merge (deepCopy (.image | default dict)) .root.Values.image }}
+{{- $tag := $img.tag | default .root.Chart.AppVersion }}
+{{- if $img.digest }}
+{{- printf "%s@%s" $img.repository $img.digest }}
+{{- else }}
+{{- printf "%s:%s" $img.repository $tag }}
+{{- end }}
+{{- end }}
+
+{{- define "krm.imagePullPolicy" -}}
+{{- $img := merge (deepCopy (.image | default dict)) .root.Values.image }}
+{{- $img.pullPolicy }}
+{{- end }}
+
+{{/*
+Kafka connections: the collector's `kafka` / `events_kafka`, the job's `kafka`.
+
+Secrets are never values: each secret is an existing Secret named in values, mounted as a
+file, and the settings name the file (sasl_password_file, ssl_cafile, ssl_certfile,
+ssl_keyfile, ssl_key_password_file). Argument: (dict "conn" <values.kafka> "id" "kafka").
+*/}}
+{{- define "krm.secretsRoot" -}}/etc/kafka-replication-monitor/secrets{{- end }}
+
+{{/* The files of a connection's secrets: a dict setting -> path (only those configured). */}}
+{{- define "krm.connection.files" -}}
+{{- $c := .conn }}
+{{- $dir := printf "%s/%s" (include "krm.secretsRoot" .) .id }}
+{{- $out := dict }}
+{{- if and $c.sasl $c.sasl.passwordSecret $c.sasl.passwordSecret.name }}
+{{- $_ := set $out "sasl_password_file" (printf "%s/sasl/password" $dir) }}
+{{- end }}
+{{- if $c.tls }}
+{{- if and $c.tls.caSecret $c.tls.caSecret.name }}
+{{- $_ := set $out "ssl_cafile" (printf "%s/ca/ca.crt" $dir) }}
+{{- end }}
+{{- if and $c.tls.clientCertSecret $c.tls.clientCertSecret.name }}
+{{- $_ := set $out "ssl_certfile" (printf "%s/client/tls.crt" $dir) }}
+{{- if $c.tls.clientCertSecret.keyKey }}
+{{- $_ := set $out "ssl_keyfile" (printf "%s/client/tls.key" $dir) }}
+{{- end }}
+{{- end }}
+{{- if and $c.tls.keyPasswordSecret $c.tls.keyPasswordSecret.name }}
+{{- $_ := set $out "ssl_key_password_file" (printf "%s/key-password/password" $dir) }}
+{{- end }}
+{{- end }}
+{{- toJson $out }}
+{{- end }}
+
+{{/* Pod volumes of a connection's secrets (a YAML list, possibly empty). */}}
+{{- define "krm.connection.volumes" -}}
+{{- $c := .conn }}
+{{- if and $c.sasl $c.sasl.passwordSecret $c.sasl.passwordSecret.name }}
+- name: {{ .id }}-sasl
+  secret:
+    secretName: {{ $c.sasl.passwordSecret.name }}
+    defaultMode: 0440
+    items:
+      - key: {{ $c.sasl.passwordSecret.key }}
+        path: password
+{{- end }}
+{{- if $c.tls }}
+{{- if and $c.tls.caSecret $c.tls.caSecret.name }}
+- name: {{ .id }}-ca
+  secret:
+    secretName: {{ $c.tls.caSecret.name }}
+    defaultMode: 0440
+    items:
+      - key: {{ $c.tls.caSecret.key }}
+        path: ca.crt
+{{- end }}
+{{- if and $c.tls.clientCertSecret $c.tls.clientCertSecret.name }}
+- name: {{ .id }}-client
+  secret:
+    secretName: {{ $c.tls.clientCertSecret.name }}
+    defaultMode: 0440
+    items:
+      - key: {{ $c.tls.clientCertSecret.certKey }}
+        path: tls.crt
+      {{- if $c.tls.clientCertSecret.keyKey }}
+      - key: {{ $c.tls.clientCertSecret.keyKey }}
+        path: tls.key
+      {{- end }}
+{{- end }}
+{{- if and $c.tls.keyPasswordSecret $c.tls.keyPasswordSecret.name }}
+- name: {{ .id }}-key-password
+  secret:
+    secretName: {{ $c.tls.keyPasswordSecret.name }}
+    defaultMode: 0440
+    items:
+      - key: {{ $c.tls.keyPasswordSecret.key }}
+        path: password
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* The mounts of those volumes (read-only). */}}
+{{- define "krm.connection.volumeMounts" -}}
+{{- $dir := printf "%s/%s" (include "krm.secretsRoot" .) .id }}
+{{- $c := .conn }}
+{{- if and $c.sasl $c.sasl.passwordSecret $c.sasl.passwordSecret.name }}
+- name: {{ .id }}-sasl
+  mountPath: {{ $dir }}/sasl
+  readOnly: true
+{{- end }}
+{{- if $c.tls }}
+{{- if and $c.tls.caSecret $c.tls.caSecret.name }}
+- name: {{ .id }}-ca
+  mountPath: {{ $dir }}/ca
+  readOnly: true
+{{- end }}
+{{- if and $c.tls.clientCertSecret $c.tls.clientCertSecret.name }}
+- name: {{ .id }}-client
+  mountPath: {{ $dir }}/client
+  readOnly: true
+{{- end }}
+{{- if and $c.tls.keyPasswordSecret $c.tls.keyPasswordSecret.name }}
+- name: {{ .id }}-key-password
+  mountPath: {{ $dir }}/key-password
+  readOnly: true
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+A connection as the settings model's keys (monitor.connection.KafkaConnection): a dict of
+snake_case key -> value, the secrets as the files above.
+*/}}
+{{- define "krm.connection.settings" -}}
+{{- $c := .conn }}
+{{- $out := dict "bootstrap_servers" $c.bootstrapServers "security_protocol" $c.securityProtocol }}
+{{- if and $c.sasl $c.sasl.mechanism }}
+{{- $_ := set $out "sasl_mechanism" $c.sasl.mechanism }}
+{{- end }}
+{{- if and $c.sasl $c.sasl.username }}
+{{- $_ := set $out "sasl_username" $c.sasl.username }}
+{{- end }}
+{{- if $c.requestTimeoutMs }}
+{{- $_ := set $out "request_timeout_ms" (int64 $c.requestTimeoutMs) }}
+{{- end }}
+{{- if $c.bootstrapTimeoutMs }}
+{{- $_ := set $out "bootstrap_timeout_ms" (int64 $c.bootstrapTimeoutMs) }}
+{{- end }}
+{{- $out = merge $out (include "krm.connection.files" . | fromJson) }}
+{{- toJson $out }}
+{{- end }}
+
+{{/*
+A scalar as text: integral numbers without a fraction or exponent (Helm reads every number
+of a values file as a float: 1000000 would print as 1e+06).
+*/}}
+{{- define "krm.str" -}}
+{{- if or (kindIs "float64" .) (kindIs "float32" .) }}
+{{- if eq (float64 .) (float64 (int64 .)) }}{{ int64 . }}{{ else }}{{ . }}{{ end }}
+{{- else }}{{ toString . }}
+{{- end }}
+{{- end }}
+
+{{/* A TOML value: strings as basic strings (JSON's escapes are TOML's), numbers, booleans. */}}
+{{- define "krm.toml.value" -}}
+{{- if kindIs "string" . }}{{ toJson . }}
+{{- else if kindIs "bool" . }}{{ . }}
+{{- else if or (kindIs "float64" .) (kindIs "float32" .) }}
+{{- if eq (float64 .) (float64 (int64 .)) }}{{ int64 . }}{{ else }}{{ . }}{{ end }}
+{{- else if or (kindIs "int" .) (kindIs "int64" .) }}{{ . }}
+{{- else }}{{ fail (printf "a TOML value cannot be %s (%v)" (kindOf .) .) }}
+{{- end }}
+{{- end }}
+
+{{/* The monitor's Kafka cluster: events_kafka when set, else the monitored cluster. */}}
+{{- define "krm.eventsConnection" -}}
+{{- if .Values.eventsKafka.bootstrapServers }}
+{{- toJson (dict "conn" .Values.eventsKafka "id" "events-kafka") }}
+{{- else }}
+{{- toJson (dict "conn" .Values.kafka "id" "kafka") }}
+{{- end }}
+{{- end }}
+
+{{/* The Spark job's checkpoint and store locations. */}}
+{{- define "krm.stream.checkpoint" -}}
+{{- if .Values.stream.checkpoint }}{{ .Values.stream.checkpoint }}
+{{- else if .Values.stream.persistence.enabled }}{{ printf "%s/checkpoint" .Values.stream.persistence.mountPath }}
+{{- else }}{{ fail "stream: give stream.checkpoint (an object-store URI) or enable stream.persistence" }}
+{{- end }}
+{{- end }}
+
+{{- define "krm.stream.store" -}}
+{{- if .Values.stream.store }}{{ .Values.stream.store }}
+{{- else if .Values.stream.persistence.enabled }}{{ printf "%s/store" .Values.stream.persistence.mountPath }}
+{{- else }}{{ fail "stream: give stream.store (an object-store URI) or enable stream.persistence" }}
+{{- end }}
+{{- end }}
+
+{{- define "krm.stream.appName" -}}
+{{- include "krm.componentName" (dict "root" . "component" "stream") }}
+{{- end }}
+
+{{- define "krm.stream.claimName" -}}
+{{- .Values.stream.persistence.existingClaim | default (include "krm.componentName" (dict "root" . "component" "stream-data")) }}
+{{- end }}
+
+{{- define "krm.stream.serviceAccountName" -}}
+{{- if .Values.stream.serviceAccount.create }}
+{{- .Values.stream.serviceAccount.name | default (include "krm.componentName" (dict "root" . "component" "stream")) }}
+{{- else }}
+{{- .Values.stream.serviceAccount.name | default "default" }}
+{{- end }}
+{{- end }}
+
+{{- define "krm.collector.serviceAccountName" -}}
+{{- if .Values.collector.serviceAccount.create }}
+{{- .Values.collector.serviceAccount.name | default (include "krm.componentName" (dict "root" . "component" "collector")) }}
+{{- else }}
+{{- .Values.collector.serviceAccount.name | default "default" }}
+{{- end }}
+{{- end }}
+
+{{/*
+The Spark job's settings as MONITOR_STREAMING_* variables (streaming/config.py): the Kafka
+connection (MONITOR_STREAMING_KAFKA__*) and stream.config (a map value: KEY__SUBKEY).
+*/}}
+{{- define "krm.stream.env" -}}
+- name: PYTHONDONTWRITEBYTECODE
+  value: "1"
+{{- range $k := keys .kafka | sortAlpha }}
+- name: MONITOR_STREAMING_KAFKA__{{ upper $k }}
+  value: {{ include "krm.str" (get $.kafka $k) | quote }}
+{{- end }}
+{{- range $k := keys .config | sortAlpha }}
+{{- $v := get $.config $k }}
+{{- if kindIs "map" $v }}
+{{- range $n := keys $v | sortAlpha }}
+- name: MONITOR_STREAMING_{{ upper $k }}__{{ upper $n }}
+  value: {{ include "krm.str" (get $v $n) | quote }}
+{{- end }}
+{{- else if not (kindIs "invalid" $v) }}
+- name: MONITOR_STREAMING_{{ upper $k }}
+  value: {{ include "krm.str" $v | quote }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{/* The driver's and executors' mounts: the state volume, /tmp, the secrets. */}}
+{{- define "krm.stream.mounts" -}}
+{{- if .pvc }}
+- name: data
+  mountPath: {{ .s.persistence.mountPath }}
+{{- end }}
+- name: tmp
+  mountPath: /tmp
+{{- if .s.sparkEntrypoint.enabled }}
+- name: spark-entrypoint
+  mountPath: /opt/kafka-replication-monitor/bin
+  readOnly: true
+{{- end }}
+{{- include "krm.connection.volumeMounts" .conn }}
+{{- with .extra }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
