@@ -11,4 +11,4 @@ echo "==> import contracts (pyproject.toml [tool.importlinter], docs/architectur
 .venv/bin/lint-imports
 echo "==> pytest"
 exec .venv/bin/pytest --doctest-modules monitor streaming dashboards tests -p no:cacheprovider \
-  --timeout 900 "$@"
+  --timeout 900 --durations=25 "$@"
