@@ -63,6 +63,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="check the configuration, Kafka and every exporter endpoint (its profile, what "
         "it lacks), print a line each, exit 0 if all passed, 2 if not",
     )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="with --check: one JSON object (result, problems, the lines) instead of lines",
+    )
     p.add_argument("--cluster", help="cluster name put on every event")
     p.add_argument("--topic", help="events topic (default __replication_monitor_events)")
     p.add_argument("--interval", type=float, help="seconds between rounds (default 5)")
@@ -123,7 +128,13 @@ def run(args: argparse.Namespace) -> int:
     # Once the settings are good (a refused configuration is one line, not a log record).
     logs.configure_from(args)
     if args.check:
-        return check(config)
+        if not args.json:
+            return check(config)
+        lines: list[str] = []
+        code = check(config, lines.append)
+        result = {"result": "ok" if code == 0 else "fail", "exit_code": code, "lines": lines}
+        print(json.dumps(result, indent=2))
+        return code
     if not config.jmx_urls:
         print(f"monitor collect: {admin_only_notice()}", file=sys.stderr)
     collector = Collector(config)

@@ -11,6 +11,7 @@ a configuration in that style (tests/collector/exporter_styles.py) beside the br
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -113,13 +114,13 @@ def test_a_paused_follower_through_a_profile(lab: Lab, style: str, tmp_path: Pat
     assert follower.lag_offsets > 0 and follower.lag_ms > 0, (follower.lag_offsets, follower.lag_ms)
 
 
-def _check(*args: str) -> tuple[int, str]:
+def _check(*args: str, stdout_only: bool = False) -> tuple[int, str]:
     """``monitor collect --check`` with ``args``: its exit code and output."""
     proc = subprocess.run(
         [sys.executable, "-m", "monitor", "collect", "--check", *args],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
-    return proc.returncode, proc.stdout + proc.stderr
+    return proc.returncode, proc.stdout + ("" if stdout_only else proc.stderr)
 
 
 def test_collect_check_says_what_each_endpoint_gives(lab: Lab, tmp_path: Path) -> None:
@@ -154,6 +155,11 @@ def test_collect_check_says_what_each_endpoint_gives(lab: Lab, tmp_path: Path) -
     assert rc == 0, out
     assert "exporters: no JMX exporter endpoint: Admin API only -- unavailable: " in out
     assert "follower_lag needs each follower's log end" in out
+    # The same as one JSON object (--json): the result and the very lines.
+    rc, out = _check("--bootstrap", lab.bootstrap_servers, "--json", stdout_only=True)
+    report = json.loads(out)
+    assert rc == report["exit_code"] == 0 and report["result"] == "ok", out
+    assert any(ln.startswith("follower_lag needs") for ln in map(str.strip, report["lines"]))
 
     rc, out = _check("--bootstrap", f"127.0.0.1:{free_port()}", f"--jmx=1={closed}")
     assert rc == 2 and "kafka: FAIL" in out, out
