@@ -27,6 +27,8 @@
 #   IMAGE_BASE         the build's base (default localhost/krm-base:bookworm, made by `base`;
 #                      another base is pulled: docker.io/library/python:3.11-slim-bookworm@...)
 #   IMAGE_NAME         the image's name (default localhost/kafka-replication-monitor)
+#   IMAGE_PIP_CACHE    a pip cache mounted into the build's steps (default: the host's,
+#                      $PIP_CACHE_DIR or ~/.cache/pip, when it exists)
 #   IMAGE_CA_BUNDLE    PEM certificates of a TLS-intercepting proxy for the build's downloads
 #                      (default: the host's /usr/local/share/ca-certificates/*.crt, if any);
 #                      a build secret, trusted by the build stage only
@@ -163,9 +165,13 @@ cmd_build() {
     bundle=""
   fi
   [ -z "$bundle" ] || secret=(--secret "id=ca-bundle,src=$bundle")
+  # The host's pip cache, mounted into the build's RUN steps (not into the image): a wheel
+  # pip built once (pyspark's sdist) or downloaded is not fetched and built again.
+  local pip_cache=${IMAGE_PIP_CACHE:-${PIP_CACHE_DIR:-$HOME/.cache/pip}} volume=()
+  [ ! -d "$pip_cache" ] || volume=(--volume "$pip_cache:/root/.cache/pip")
   ver=$(version)
   say "building $IMAGE_NAME:$ver on $IMAGE_BASE"
-  "${BUILDAH[@]}" bud --isolation chroot "${pull[@]}" "${secret[@]}" \
+  "${BUILDAH[@]}" bud --isolation chroot "${pull[@]}" "${secret[@]}" "${volume[@]}" \
     --build-arg "BASE=$IMAGE_BASE" \
     --file "$ROOT/deploy/image/Containerfile" \
     --ignorefile "$ROOT/deploy/image/Containerfile.dockerignore" \
