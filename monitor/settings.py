@@ -3,9 +3,9 @@ refusing what names no setting.
 
 Precedence, highest first (docs/configuration.md): explicit arguments (the CLI's flags) >
 environment variables ``<PREFIX><KEY>`` > the settings file (TOML, YAML or JSON) > defaults.
-Each settings class puts :class:`FileSource` below its environment in
-``settings_customise_sources`` (:func:`layered_sources`); :func:`load` reads and checks the
-file and the environment, then builds the settings with the file in force.
+Both settings classes derive from :class:`LayeredSettings`, which puts :class:`FileSource`
+below the environment; :func:`load` reads and checks the file and the environment, then
+builds the settings with the file in force.
 
 pydantic-settings reads ``<PREFIX><FIELD>`` from the environment and silently ignores any
 other variable with the prefix -- so a misspelt ``MONITOR_COLLECTOR_INTERVL_S`` would leave
@@ -217,21 +217,26 @@ class FileSource(PydanticBaseSettingsSource):
         return dict(_FILE.get())
 
 
-def layered_sources(
-    settings_cls: type[BaseSettings],
-    init_settings: PydanticBaseSettingsSource,
-    env_settings: PydanticBaseSettingsSource,
-    dotenv_settings: PydanticBaseSettingsSource,
-    file_secret_settings: PydanticBaseSettingsSource,
-) -> tuple[PydanticBaseSettingsSource, ...]:
-    """``settings_customise_sources``' answer: arguments > environment > file > defaults."""
-    return (
-        init_settings,
-        env_settings,
-        dotenv_settings,
-        FileSource(settings_cls),
-        file_secret_settings,
-    )
+class LayeredSettings(BaseSettings):
+    """The base of the collector's and the job's settings: arguments > environment > the
+    settings file (:class:`FileSource`, given to :func:`load`) > defaults."""
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (
+            init_settings,
+            env_settings,
+            dotenv_settings,
+            FileSource(settings_cls),
+            file_secret_settings,
+        )
 
 
 @contextmanager

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
 from monitor import settings
 from monitor.connection import KafkaConnection
@@ -33,7 +33,7 @@ _TOPIC_RE = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 _URI_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 
 
-class StreamingConfig(BaseSettings):
+class StreamingConfig(settings.LayeredSettings):
     """Everything the job needs; see ``docs/streaming.md`` for what each setting does."""
 
     model_config = SettingsConfigDict(
@@ -45,20 +45,6 @@ class StreamingConfig(BaseSettings):
         # A validation error must not echo the input: it may hold a password.
         hide_input_in_errors=True,
     )
-
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        """Arguments > environment > the settings file > defaults."""
-        return settings.layered_sources(
-            settings_cls, init_settings, env_settings, dotenv_settings, file_secret_settings
-        )
 
     # -- Kafka (the monitor's own cluster: events in, findings and dead letters out) ---------
     kafka: KafkaConnection = Field(

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
 from monitor import settings
 from monitor.collector.jmx import PROFILES, JmxNames
@@ -24,7 +24,7 @@ from monitor.connection import KafkaConnection
 from monitor.contract.events import EVENTS_TOPIC
 
 
-class CollectorConfig(BaseSettings):
+class CollectorConfig(settings.LayeredSettings):
     """What to read, how often, and where to publish."""
 
     model_config = SettingsConfigDict(
@@ -33,20 +33,6 @@ class CollectorConfig(BaseSettings):
         extra="forbid",
         hide_input_in_errors=True,
     )
-
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        """Arguments > environment > the settings file > defaults."""
-        return settings.layered_sources(
-            settings_cls, init_settings, env_settings, dotenv_settings, file_secret_settings
-        )
 
     cluster: str = Field(default="default", min_length=1, description="cluster label on events")
     kafka: KafkaConnection = Field(default_factory=KafkaConnection)
