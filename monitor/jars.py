@@ -35,9 +35,6 @@ from pathlib import Path
 
 from monitor import assets
 
-#: The folder above the ``monitor`` package: a checkout's root when run from one.
-REPO_ROOT: Path = Path(__file__).resolve().parents[1]
-
 #: The Maven POM that lists the jar sets (one profile per set), shipped as package data
 #: (``monitor/assets/pom.xml``; ``deploy/pom.xml`` in a checkout links to it).
 POM_ASSET = "pom.xml"

@@ -9,7 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from monitor.jars import REPO_ROOT, cache_root
+from monitor.assets import checkout_root
+from monitor.jars import cache_root
+
+#: The checkout the development package runs from (it is not in the wheel).
+REPO_ROOT: Path = checkout_root() or Path(__file__).resolve().parents[3]
 
 __all__ = ["REPO_ROOT", "cache_root", "default_lab_dir"]
 
