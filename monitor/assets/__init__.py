@@ -23,10 +23,6 @@ from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
 
-#: Folders that hold no asset (Python's own files, caches).
-_SKIP = {"__init__.py", "__pycache__", "rules.py"}
-
-
 def checkout_root() -> Path | None:
     """The source checkout this package runs from, or None for an installed wheel."""
     top = Path(__file__).resolve().parents[2]
@@ -54,8 +50,8 @@ def names() -> list[str]:
 
     def walk(node: Traversable, prefix: str) -> Iterator[str]:
         for child in node.iterdir():
-            if child.name in _SKIP or child.name.startswith("."):
-                continue
+            if child.name.endswith(".py") or child.name.startswith((".", "__pycache__")):
+                continue  # the package's own code and caches, not assets
             name = f"{prefix}{child.name}"
             if child.is_dir():
                 yield from walk(child, name + "/")
