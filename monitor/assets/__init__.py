@@ -23,6 +23,7 @@ from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
 
+
 def checkout_root() -> Path | None:
     """The source checkout this package runs from, or None for an installed wheel."""
     top = Path(__file__).resolve().parents[2]
