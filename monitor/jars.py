@@ -442,6 +442,14 @@ def spark_kafka_jars(spark_version: str | None = None) -> list[Path]:
     return _jars_in(folder)
 
 
+def export_spark_kafka_jars(dest: Path) -> list[Path]:
+    """Spark's Kafka source jars (resolved first if needed) copied into ``dest``: the local
+    jars folder the job's ``jars`` setting names on a machine without Maven (the container
+    image, a VM: docs/deploy.md). Returns the files written."""
+    dest.mkdir(parents=True, exist_ok=True)
+    return [Path(shutil.copy2(jar, dest)) for jar in spark_kafka_jars()]
+
+
 def resolved_versions() -> dict[str, str]:
     """Versions recorded by the marker files of every complete set in the cache."""
     out: dict[str, str] = {}

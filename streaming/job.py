@@ -588,8 +588,9 @@ def run(cfg: StreamingConfig, hooks: Sequence[Hook] = ()) -> int:
         except JarError as e:
             raise KafkaSourceUnavailable(
                 f"the Spark Kafka source's jars: {e}. Either install Maven (the jars are "
-                "resolved once into the cache), or name a local folder of them "
-                "(MONITOR_STREAMING_JARS='[\"/opt/spark-kafka-jars\"]'), or let Spark fetch "
+                "resolved once into the cache), or name a local folder of them (made by "
+                "`monitor assets spark-jars DIR` where Maven is: "
+                "MONITOR_STREAMING_JARS='[\"DIR\"]'), or let Spark fetch "
                 'them: spark_conf."spark.jars.packages" = '
                 '"org.apache.spark:spark-sql-kafka-0-10_2.13:<pyspark version>" (docs/deploy.md)'
             ) from None

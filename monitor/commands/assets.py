@@ -24,6 +24,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     e = asub.add_parser("export", help="copy every asset below DIR (folders kept)")
     e.add_argument("dir", metavar="DIR", type=Path)
     e.set_defaults(func=_export)
+    j = asub.add_parser(
+        "spark-jars",
+        help="copy Spark's Kafka source jars (resolved with Maven) into DIR, the folder the "
+        "job's `jars` setting can name where Maven is not",
+    )
+    j.add_argument("dir", metavar="DIR", type=Path)
+    j.set_defaults(func=_spark_jars)
     r = asub.add_parser(
         "rules",
         help="write the Prometheus rule files with your runbook URL and scrape-job selectors",
@@ -75,4 +82,16 @@ def _rules(args: argparse.Namespace) -> int:
     for name, text in files.items():
         (args.out / name).write_text(text)
         print(f"wrote {args.out / name}")
+    return 0
+
+
+def _spark_jars(args: argparse.Namespace) -> int:
+    from monitor.jars import JarError, export_spark_kafka_jars
+
+    try:
+        written = export_spark_kafka_jars(args.dir)
+    except JarError as e:
+        print(f"monitor assets spark-jars: {e}", file=sys.stderr)
+        return 78  # monitor.cli.EXIT_CONFIG
+    print(f"wrote {len(written)} jars to {args.dir}")
     return 0

@@ -227,3 +227,17 @@ def test_assets_are_listed_and_exported(tmp_path: Path, capsys: pytest.CaptureFi
     written = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file())
     assert written == sorted(listed)
     assert (tmp_path / "pom.xml").read_text() == (ROOT / "deploy" / "pom.xml").read_text()
+
+
+def test_spark_jars_are_copied_into_a_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`monitor assets spark-jars DIR`: the folder the job's `jars` setting names where
+    Maven is not (the image, a VM) holds exactly the jars the job would resolve."""
+    from monitor.jars import spark_kafka_jars
+
+    assert main(["assets", "spark-jars", str(tmp_path / "jars")]) == 0
+    written = sorted(p.name for p in (tmp_path / "jars").iterdir())
+    assert written == sorted(p.name for p in spark_kafka_jars())
+    assert any(n.startswith("spark-sql-kafka") for n in written)
+    assert f"wrote {len(written)} jars" in capsys.readouterr().out
