@@ -67,7 +67,10 @@ def add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--starting-offsets", choices=("earliest", "latest"), help="where a new query starts"
     )
-    p.add_argument("--max-offsets-per-trigger", type=int, help="cap on records per batch")
+    p.add_argument("--max-offsets-per-trigger", type=int, help="cap on records per batch (1000000)")
+    p.add_argument(
+        "--max-record-bytes", type=int, help="longer records are dead-lettered unparsed (262144)"
+    )
     p.add_argument(
         "--once",
         "--available-now",
@@ -115,6 +118,7 @@ def config_from_args(args: argparse.Namespace) -> StreamingConfig:
         "shuffle_partitions": args.shuffle_partitions,
         "starting_offsets": args.starting_offsets,
         "max_offsets_per_trigger": args.max_offsets_per_trigger,
+        "max_record_bytes": args.max_record_bytes,
         "once": args.once,
         "metrics_port": args.metrics_port,
         "metrics_host": args.metrics_host,

@@ -57,7 +57,17 @@ class StreamingConfig(settings.LayeredSettings):
     deadletter_topic: str = DEADLETTER_TOPIC
     starting_offsets: Literal["earliest", "latest"] = "earliest"
     max_offsets_per_trigger: int | None = Field(
-        None, ge=1, description="cap on records read per micro-batch (None: everything available)"
+        1_000_000,
+        ge=1,
+        description="cap on records read per micro-batch, so a backlog (after an outage) is "
+        "read in bounded batches (None: everything available)",
+    )
+    max_record_bytes: int = Field(
+        256 * 1024,
+        ge=1024,
+        le=64 * 1024 * 1024,
+        description="a record longer than this is dead-lettered before it is parsed: the "
+        "dead letter carries its size and SHA-256, the bytes are kept in <store>/deadletters/",
     )
     kafka_options: dict[str, str] = Field(
         default_factory=dict,

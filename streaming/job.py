@@ -84,6 +84,10 @@ class JobCounters:
     accepted: int = 0
     dead_lettered: int = 0
     duplicates: int = 0
+    #: Records over ``max_record_bytes`` whose bytes were kept in ``<store>/deadletters/``,
+    #: and batches where keeping them failed (the dead letters went out all the same).
+    kept_too_large: int = 0
+    kept_failures: int = 0
     findings: int = 0
     states: int = 0
     state_bytes: int = 0
@@ -122,7 +126,19 @@ def parquet_source(spark: Any, path: str, files_per_trigger: int = 1) -> Any:
     )
 
 
-def build_operator_input(source: Any, buckets: int, max_ahead_ms: int | None = None) -> Any:
+#: How a record over ``max_record_bytes`` is reasoned (the Sinks recognise it by this start).
+TOO_LARGE = "record too large"
+
+#: Where the bytes of records too large for a dead letter are kept, under the store.
+DEADLETTERS = "deadletters"
+
+
+def build_operator_input(
+    source: Any,
+    buckets: int,
+    max_ahead_ms: int | None = None,
+    max_record_bytes: int | None = None,
+) -> Any:
     """Validated, bucketed rows for the operator; invalid records on the dead bucket.
 
     One projection and one explode (no union: the validation plan is large, and a union
@@ -132,12 +148,32 @@ def build_operator_input(source: Any, buckets: int, max_ahead_ms: int | None = N
     With ``max_ahead_ms`` and a source with record timestamps (Kafka's), an event stamped
     further ahead of its record is dead too (:mod:`monitor.model.stamps`): one stamp in the
     future would make every later event of its partition late.
+
+    With ``max_record_bytes``, a longer record is dead before it is parsed: its reason gives
+    its size and SHA-256 (computed on the JVM), and its bytes go no further (not to the
+    validation, Python, the driver or the dead-letter topic; :class:`Sinks` keeps them in the
+    store). A few megabytes of one field would otherwise cost every evaluation, on every
+    replay of the batch, and make a dead letter larger than a producer may send.
     """
     from pyspark.sql import functions as F
 
     check_stamps = max_ahead_ms is not None and "timestamp" in source.columns
+    if max_record_bytes is not None:
+        too_big = F.octet_length("value") > F.lit(max_record_bytes)
+        value = F.when(~too_big, F.col("value"))
+        big = F.when(
+            too_big,
+            F.format_string(
+                f"{TOO_LARGE}: %d bytes, over max_record_bytes {max_record_bytes}; sha256 %s",
+                F.octet_length("value"),
+                F.sha2(F.col("value"), 256),
+            ),
+        )
+    else:
+        value, big = F.col("value"), F.lit(None).cast("string")
     src = source.select(
-        F.col("value"),
+        value.alias("value"),
+        big.alias("_too_big"),
         F.col("topic").alias("_src_topic"),
         F.col("partition").cast("long").alias("_src_partition"),
         F.col("offset").cast("long").alias("_src_offset"),
@@ -164,6 +200,7 @@ def build_operator_input(source: Any, buckets: int, max_ahead_ms: int | None = N
                 ),
             ).otherwise(F.col("reason")),
         )
+    v = v.withColumn("reason", F.coalesce(F.col("_too_big"), F.col("reason")))
     ok = F.col("reason").isNull()
     # Topic and broker events go to every bucket (each holds some of a topic's partitions);
     # a topic's own findings come from the bucket owning "cluster/topic/<topic>".
@@ -218,7 +255,9 @@ def build_operator_input(source: Any, buckets: int, max_ahead_ms: int | None = N
 
 def stateful(source: Any, cfg: StreamingConfig, cache_scope: str = "") -> Any:
     """The operator's output (findings, state rows, dead letters, stats) for a source."""
-    rows = build_operator_input(source, cfg.buckets, cfg.model.max_stamp_ahead_ms)
+    rows = build_operator_input(
+        source, cfg.buckets, cfg.model.max_stamp_ahead_ms, cfg.max_record_bytes
+    )
     settings = OperatorSettings(
         buckets=cfg.buckets,
         tick_ms=cfg.tick_ms,
@@ -277,13 +316,25 @@ class Sinks:
         try:
             # One Spark job for every output but the state rows (stats, findings and dead
             # letters are few); it also runs the operator and fills the cache. Each further
-            # job below reads the cache or a small local relation.
-            small = batch.filter(F.col("out") != "state").collect()
+            # job below reads the cache or a small local relation. A dead letter's bytes
+            # stay on the executors: only its key, reason and source come to the driver.
+            is_dead = F.col("out") == "dead"
+            small = (
+                batch.filter(F.col("out") != "state")
+                .select(
+                    *[
+                        F.when(~is_dead, F.col(c)).alias(c) if c == "value" else F.col(c)
+                        for c in batch.columns
+                    ]
+                )
+                .collect()
+            )
             mark("operator")
             stats_rows = [r for r in small if r.out == "stats"]
             finding_rows = [r for r in small if r.out == "finding"]
             dead_rows = [r for r in small if r.out == "dead"]
             spark = batch.sparkSession
+            kept = self._keep_too_large(spark, dead_rows, batch_id)
             if self.write_kafka:
                 if finding_rows:
                     found = self.local_frame(
@@ -292,17 +343,10 @@ class Sinks:
                     )  # fmt: skip
                     self._kafka(found, self.cfg.findings_topic)
                 if dead_rows:
-                    dead = self.local_frame(
-                        spark,
-                        [
-                            (r.key, bytes(r.value), r.reason, r.src_topic, r.src_partition,
-                             r.src_offset)
-                            for r in dead_rows
-                        ],
-                        "key string, value binary, reason string, src_topic string, "
-                        "src_partition int, src_offset long",
-                    )  # fmt: skip
-                    self._kafka(self._dead_letters(dead), self.cfg.deadletter_topic)
+                    self._kafka(
+                        self._dead_letters(batch.filter(is_dead), kept),
+                        self.cfg.deadletter_topic,
+                    )
                 mark("kafka")
             finding_dicts = [json.loads(bytes(r.value)) for r in finding_rows]
             n_states = sum(int(r.n_states or 0) for r in stats_rows)
@@ -363,7 +407,10 @@ class Sinks:
         return spark.createDataFrame(rows, ddl).coalesce(1)
 
     @staticmethod
-    def _dead_letters(dead: Any) -> Any:
+    def _dead_letters(dead: Any, kept_at: str | None = None) -> Any:
+        """Dead-letter records: the source's bytes (none for a record too large), headers
+        ``reason``, ``source_topic``, ``source_partition``, ``source_offset`` and, for a
+        record too large, ``kept_at`` (the store folder holding its bytes)."""
         from pyspark.sql import functions as F
 
         def header(name: str, col: Any) -> Any:
@@ -371,16 +418,72 @@ class Sinks:
                 F.lit(name).alias("key"), col.cast("string").cast("binary").alias("value")
             )
 
+        headers = [
+            header("reason", F.col("reason")),
+            header("source_topic", F.col("src_topic")),
+            header("source_partition", F.col("src_partition")),
+            header("source_offset", F.col("src_offset")),
+        ]
+        too_big = F.col("reason").startswith(TOO_LARGE)
+        if kept_at is not None:
+            with_kept = F.concat(F.array(*headers), F.array(header("kept_at", F.lit(kept_at))))
+            all_headers = F.when(too_big, with_kept).otherwise(F.array(*headers))
+        else:
+            all_headers = F.array(*headers)
         return dead.select(
             F.col("key").cast("binary").alias("key"),
-            F.col("value"),
-            F.array(
-                header("reason", F.col("reason")),
-                header("source_topic", F.col("src_topic")),
-                header("source_partition", F.col("src_partition")),
-                header("source_offset", F.col("src_offset")),
-            ).alias("headers"),
+            F.when(~too_big, F.col("value")).alias("value"),
+            all_headers.alias("headers"),
         )
+
+    def _keep_too_large(self, spark: Any, dead_rows: list[Any], batch_id: int) -> str | None:
+        """Keep the bytes of the batch's records too large for a dead letter in
+        ``<store>/deadletters/batch_id=<n>/`` (Parquet: source topic, partition, offset,
+        timestamp, bytes, sha256) and return that folder, or None when there are none.
+
+        The bytes never passed the validation (:func:`build_operator_input`), so they are read
+        again from the events topic by offset -- a Kafka read of exactly those records, on
+        the executors, only in a batch that has some. A failure is logged and counted (the
+        dead letter still names the record's source and digest); it never fails the batch.
+        """
+        big = [r for r in dead_rows if str(r.reason or "").startswith(TOO_LARGE)]
+        if not big:
+            return None
+        folder = f"{self.store}/{DEADLETTERS}/batch_id={batch_id}"
+        try:
+            from pyspark.sql import functions as F
+
+            spans: dict[str, dict[str, list[int]]] = {}
+            for r in big:
+                span = spans.setdefault(r.src_topic, {}).setdefault(
+                    str(r.src_partition), [r.src_offset, r.src_offset]
+                )
+                span[0], span[1] = min(span[0], r.src_offset), max(span[1], r.src_offset)
+            start = {t: {p: lo for p, (lo, _) in ps.items()} for t, ps in spans.items()}
+            end = {t: {p: hi + 1 for p, (_, hi) in ps.items()} for t, ps in spans.items()}
+            reader = (
+                spark.read.format("kafka")
+                .option("subscribe", ",".join(sorted(spans)))
+                .option("startingOffsets", json.dumps(start))
+                .option("endingOffsets", json.dumps(end))
+                .option("failOnDataLoss", "false")
+            )
+            for k, v in self.cfg.kafka_client_options().items():
+                reader = reader.option(k, v)
+            wanted = [f"{r.src_topic}/{r.src_partition}/{r.src_offset}" for r in big]
+            key = F.concat_ws("/", "topic", "partition", "offset")
+            reader.load().filter(key.isin(wanted)).select(
+                "topic", "partition", "offset", "timestamp", "value",
+                F.sha2(F.col("value"), 256).alias("sha256"),
+            ).coalesce(1).write.mode("overwrite").parquet(folder)  # fmt: skip
+        except Exception as e:  # the dead letter still names the record's source and digest
+            log.warning("batch %d: could not keep %d records too large: %s", batch_id, len(big), e)
+            with self.counters.lock:
+                self.counters.kept_failures += 1
+            return None
+        with self.counters.lock:
+            self.counters.kept_too_large += len(big)
+        return folder
 
     def _write_store(
         self, states: Any, n_states: int, findings: list[dict[str, Any]], batch_id: int
@@ -391,7 +494,8 @@ class Sinks:
                 f"{self.store}/state/batch_id={batch_id}"
             )
         if findings:
-            rows = [finding_store_row(f) for f in findings]
+            detected_at = time.time_ns() // 1_000_000
+            rows = [finding_store_row(f, detected_at) for f in findings]
             if is_local(self.store):
                 write_findings_locally(Path(self.store), batch_id, rows)
             else:

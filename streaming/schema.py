@@ -340,11 +340,19 @@ def _scalar_error(s: Scalar, x: str, t: str) -> str:
 
 
 def _repr_sql(x: str, t: str) -> str:
-    """SQL rendering of a JSON value the way Python's ``repr`` shows it in reasons."""
+    """SQL rendering of a JSON value the way :func:`monitor.contract.events.shown` shows it in
+    reasons: Python's ``repr``, a string cut to ``SHOWN_CHARS`` characters, a list or an
+    object named, not printed (a reason never copies more than a few dozen characters)."""
+    n = contract.SHOWN_CHARS
+    v = f"variant_get({x}, '$', 'string')"
     return (
-        f"CASE WHEN {t} = 'STRING' THEN concat('''', variant_get({x}, '$', 'string'), '''') "
+        f"CASE WHEN {t} = 'STRING' THEN CASE WHEN char_length({v}) > {n} THEN "
+        f"concat('''', substr({v}, 1, {n}), '''... (', char_length({v}), ' characters)') "
+        f"ELSE concat('''', {v}, '''') END "
         f"WHEN {t} = 'BOOLEAN' THEN CASE WHEN variant_get({x}, '$', 'boolean') THEN 'True' "
-        f"ELSE 'False' END WHEN {t} = 'VOID' THEN 'None' ELSE to_json({x}) END"
+        f"ELSE 'False' END WHEN {t} = 'VOID' THEN 'None' "
+        f"WHEN {t} LIKE 'ARRAY<%' THEN 'a list' WHEN {t} LIKE 'OBJECT<%' THEN 'an object' "
+        f"ELSE substr(to_json({x}), 1, {n}) END"
     )
 
 
@@ -460,20 +468,30 @@ def _kind_reason_sql(kind: str) -> str:
 
 
 # JSON tokens jiter accepts and Jackson refuses, when outside a string: replaced by {}.
-_NONFINITE = (
-    r"(?<=[\[:,\s])(-?Infinity|NaN)(?=[\s,\]}])"
-    r'(?=(?:[^"\\]|\\.)*+(?:"(?:[^"\\]|\\.)*+"(?:[^"\\]|\\.)*+)*+$)'
-)
+#
+# In linear time (a lookahead proving "outside a string" from each token to the end of the
+# record was quadratic: 160 kB of NaN tokens took 22.8 s per evaluation). One left-to-right
+# pass matches either a whole string literal or a token; the replacement "$1<M>$2" keeps a
+# string as it is (followed by the marker M) and puts M before a token -- so afterwards every
+# token outside a string, and only those, follows M; a second pass rewrites those to {} and a
+# third drops the markers. M is U+0001, which no valid JSON holds raw (JSON strings escape
+# control characters): a record holding one is left as it is (Jackson refuses it, as jiter).
+_MARK = "\\u0001"  # as a Spark SQL literal escape
+_STRING_OR_NONFINITE = r'("(?:[^"\\]|\\.)*+")|(?<=[\[:,\s])(-?Infinity|NaN)(?=[\s,\]}])'
 _STRING_LITERAL = r'"(?:[^"\\]|\\.)*+"'
 _SURROGATE_ESCAPE = r"\\u[dD][89a-fA-F]"
 
 
 def _text_sql(raw: str) -> str:
-    """SQL: the record as text, non-finite tokens rewritten (only when present at all)."""
+    """SQL: the record as text, non-finite tokens outside strings rewritten to ``{}`` (only
+    when present at all)."""
     s = f"cast({raw} AS STRING)"
+    marked = f"regexp_replace({s}, {_sql_str(_STRING_OR_NONFINITE)}, '$1{_MARK}$2')"
+    tokens = f"regexp_replace({marked}, '{_MARK}(-?Infinity|NaN)', '{{}}')"
     return (
-        f"CASE WHEN instr({s}, 'NaN') > 0 OR instr({s}, 'Infinity') > 0 "
-        f"THEN regexp_replace({s}, {_sql_str(_NONFINITE)}, '{{}}') ELSE {s} END"
+        f"CASE WHEN (instr({s}, 'NaN') > 0 OR instr({s}, 'Infinity') > 0) "
+        f"AND instr({s}, '{_MARK}') = 0 "
+        f"THEN replace({tokens}, '{_MARK}', '') ELSE {s} END"
     )
 
 
@@ -510,7 +528,9 @@ def _trailing_sql(text: str) -> str:
     a closing brace in JSON are candidates; for those the structure is scanned exactly.
     """
     candidate = (
-        f"(NOT regexp_replace({text}, '\\\\s+$', '') LIKE '%}}' "
+        # rtrim, not a regular expression: '\\s+$' backtracks from every space of a long
+        # run (100k spaces then x: 12.7 s); the set is Java's \\s.
+        f"(NOT trim(TRAILING ' \\t\\n\\r\\u000C\\u000B' FROM {text}) LIKE '%}}' "
         f"OR {text} RLIKE '\\\\}}\\\\s*[^\\\\s,\\\\]}}]')"
     )
     scan = (

@@ -171,6 +171,30 @@ class EventError(ValueError):
     """An event that breaks the contract; ``str()`` names the field(s) and the problem."""
 
 
+#: How many characters of an offending value a reason shows (a reason names the problem; it
+#: is not a copy of the input: a 5 MB ``kind`` must not become a 5 MB reason).
+SHOWN_CHARS = 32
+
+
+def shown(value: Any) -> str:
+    """An offending value as a reason shows it: ``repr``, strings cut to :data:`SHOWN_CHARS`.
+
+    >>> shown("x")
+    "'x'"
+    >>> shown("k" * 100)
+    "'kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk'... (100 characters)"
+    >>> shown(list(range(100)))
+    'a list'
+    """
+    if isinstance(value, str):
+        if len(value) > SHOWN_CHARS:
+            return f"{value[:SHOWN_CHARS]!r}... ({len(value)} characters)"
+        return repr(value)
+    if isinstance(value, list | dict):
+        return "a list" if isinstance(value, list) else "an object"
+    return repr(value)[:SHOWN_CHARS]
+
+
 def _reason(err: ValidationError) -> str:
     parts = []
     for e in err.errors(include_url=False)[:5]:
@@ -184,7 +208,7 @@ def _reason(err: ValidationError) -> str:
             msg = "field required"
         elif e["type"] == "union_tag_invalid":
             msg = (
-                f"unknown kind {e['input'].get('kind')!r}"
+                f"unknown kind {shown(e['input'].get('kind'))}"
                 if isinstance(e.get("input"), dict)
                 else msg
             )
@@ -192,7 +216,7 @@ def _reason(err: ValidationError) -> str:
         elif e["type"] == "union_tag_not_found":
             where, msg = "kind", "field required"
         elif e["type"] == "literal_error" and where == "schema_version":
-            msg = f"unsupported schema_version {e['input']!r} (this reader knows 1)"
+            msg = f"unsupported schema_version {shown(e['input'])} (this reader knows 1)"
         parts.append(f"{where}: {msg}")
     if len(err.errors()) > 5:
         parts.append(f"... and {len(err.errors()) - 5} more")

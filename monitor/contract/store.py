@@ -33,7 +33,10 @@ SNAPSHOT_MARK = "snapshot/snapshot.json"
 NEWEST_FIRST = "batch_id DESC, coalesce(row_seq, -1) DESC, updated_at DESC"
 
 #: The findings table: :meth:`monitor.model.Finding.to_dict`'s keys, in its order, with
-#: ``details`` as JSON text.
+#: ``details`` as JSON text, then ``detected_at``: when the job detected the finding (wall
+#: clock of the driver writing the batch, ms since the epoch). ``at`` is the event's own time,
+#: which may be long before (a job outage, a backlog); the one-off alerts page on
+#: ``detected_at``. Rows written before the column existed read it as NULL.
 FINDING_COLUMNS: tuple[tuple[str, str], ...] = (
     ("id", "string"),
     ("kind", "string"),
@@ -46,24 +49,26 @@ FINDING_COLUMNS: tuple[tuple[str, str], ...] = (
     ("at", "long"),
     ("opened_at", "long"),
     ("details", "string"),
+    ("detected_at", "long"),
 )
 FINDING_DDL = ", ".join(f"{name} {kind}" for name, kind in FINDING_COLUMNS)
 
 
-def finding_store_row(d: Mapping[str, Any]) -> tuple[Any, ...]:
-    """A finding dict (:meth:`~monitor.model.Finding.to_dict`) as a findings-table row.
+def finding_store_row(d: Mapping[str, Any], detected_at: int | None) -> tuple[Any, ...]:
+    """A finding dict (:meth:`~monitor.model.Finding.to_dict`) as a findings-table row,
+    detected at ``detected_at`` (ms since the epoch, wall clock).
 
     >>> finding_store_row({"id": "x", "kind": "offline", "state": "open", "severity": "critical",
     ...              "cluster": "c", "topic": "t", "partition": 0, "broker": None,
-    ...              "at": 5, "opened_at": 5, "details": {"epoch": 3}})[-1]
-    '{"epoch":3}'
+    ...              "at": 5, "opened_at": 5, "details": {"epoch": 3}}, 9)[-2:]
+    ('{"epoch":3}', 9)
     """
     import json
 
     return tuple(
         json.dumps(d[name], separators=(",", ":")) if name == "details" else d[name]
-        for name, _ in FINDING_COLUMNS
-    )
+        for name, _ in FINDING_COLUMNS[:-1]
+    ) + (detected_at,)
 
 
 __all__ = [

@@ -125,14 +125,16 @@ class StoreReader:
                 "CREATE VIEW findings AS SELECT * EXCLUDE (rn, batch_id) FROM ("
                 "SELECT *, row_number() OVER (PARTITION BY id ORDER BY batch_id) AS rn "
                 f"FROM read_parquet('{self.root}/{FINDINGS}/batch_id=*/*.parquet', "
-                f"hive_partitioning = true)) WHERE rn = 1{where.replace(' WHERE', ' AND')}"
+                f"hive_partitioning = true, union_by_name = true)) "
+                f"WHERE rn = 1{where.replace(' WHERE', ' AND')}"
             )
         else:
             self.con.execute(
                 "CREATE VIEW findings AS SELECT NULL::VARCHAR AS id, NULL::VARCHAR AS kind, "
                 "NULL::VARCHAR AS state, NULL::VARCHAR AS severity, NULL::VARCHAR AS cluster, "
                 "NULL::VARCHAR AS topic, NULL::INTEGER AS partition, NULL::INTEGER AS broker, "
-                "NULL::BIGINT AS at, NULL::BIGINT AS opened_at, NULL::VARCHAR AS details "
+                "NULL::BIGINT AS at, NULL::BIGINT AS opened_at, NULL::VARCHAR AS details, "
+                "NULL::BIGINT AS detected_at "
                 "WHERE FALSE"
             )
 

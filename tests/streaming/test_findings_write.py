@@ -11,14 +11,14 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from monitor.contract.store import FINDING_DDL
+from monitor.contract.store import FINDING_COLUMNS, FINDING_DDL
 from monitor.query.store import StoreReader
 from streaming.store import is_local, write_findings_locally
 
 ROWS = [
     ("f-1", "under_min_isr", "open", "critical", "c1", "orders", 0, None, 1_000, 1_000,
-     '{"isr":[1],"min_isr":2}'),
-    ("f-2", "stale_telemetry", "open", "warning", "c1", None, None, 3, 1_500, 1_500, "{}"),
+     '{"isr":[1],"min_isr":2}', 1_700_000_000_000),
+    ("f-2", "stale_telemetry", "open", "warning", "c1", None, None, 3, 1_500, 1_500, "{}", None),
 ]  # fmt: skip
 
 
@@ -58,3 +58,19 @@ def test_a_replayed_batch_replaces_its_findings_and_leaves_no_temporary_folder(
 def test_only_folders_are_written_locally() -> None:
     assert is_local("/var/lib/monitor/store") and is_local(".cache/streaming/store")
     assert not is_local("s3a://bucket/store") and not is_local("hdfs://nn:8020/store")
+
+
+def test_findings_written_before_detected_at_read_with_it_null(tmp_path: Path) -> None:
+    """A store written before the findings had ``detected_at`` (issue 20) reads on: its rows
+    say NULL (the exporter then falls back to the event's time, never to now)."""
+    import pyarrow as pa
+
+    old = pa.table(
+        {name: [v] for (name, _), v in zip(FINDING_COLUMNS[:-1], ROWS[1][:-1], strict=True)}
+    )
+    folder = tmp_path / "findings" / "batch_id=3"
+    folder.mkdir(parents=True)
+    pq.write_table(old, folder / "part-00000.parquet")
+    write_findings_locally(tmp_path, 4, ROWS[:1])
+    got = {f["id"]: f["detected_at"] for f in _findings(tmp_path)}
+    assert got == {"f-1": 1_700_000_000_000, "f-2": None}

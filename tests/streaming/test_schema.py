@@ -177,6 +177,27 @@ def test_hostile_records_agree(spark: Any) -> None:
     assert str(sp[json.dumps({"kind": "partition"}).encode()]).endswith("more")
 
 
+def test_reasons_show_a_few_dozen_characters_of_a_value(spark: Any) -> None:
+    """A reason names the problem; it never copies the offending value (issue 20: a 5 MB
+    ``kind`` made a 5 MB reason, and a dead letter no producer could send). pydantic and
+    Spark word it the same; the linear scans take tokens and trailing text of any length."""
+    records = [
+        b'{"kind":"' + b"k" * 100_000 + b'"}',
+        with_tail(BROKER, ',"schema_version":"' + "v" * 1000 + '"'),
+        b'{"kind":[' + b",".join([b"1"] * 10_000) + b"]}",
+        b'{"kind":{"a":"' + b"x" * 1000 + b'"}}',
+        b"[" + b",".join([b"NaN"] * 40_000) + b"]",
+        json.dumps(BROKER).encode() + b" " * 100_000 + b"x",
+    ]
+    compare(spark, records)
+    sp = spark_verdicts(spark, records)
+    assert sp == [S.python_reason(r) for r in records[:4]] + sp[4:]
+    assert all(r is not None and len(r) < 300 for r in sp), [r and r[:400] for r in sp]
+    assert sp[0] == f"kind: unknown kind '{'k' * 32}'... (100000 characters)"
+    assert sp[2:4] == ["kind: unknown kind a list", "kind: unknown kind an object"]
+    assert sp[4:] == ["event: Input should be an object", "invalid JSON: trailing characters"]
+
+
 def test_typed_columns_match_to_model(spark: Any) -> None:
     """Accepted rows carry exactly the values pydantic parses (defaults included)."""
     records = [json.dumps(b).encode() for b in BASES] + [
