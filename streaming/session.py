@@ -22,6 +22,12 @@ JOB_SPARK_CONF: dict[str, str] = {
     # Arrow batches to Python as large as a bucket's share of a batch (rows, not bytes).
     "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
     "spark.ui.showConsoleProgress": "false",
+    # Spark's UI listens on every interface (it has no bind-host setting; only SPARK_LOCAL_IP
+    # moves it) and, with kill enabled, lets anyone who reaches it cancel the batch's stage,
+    # which stops the query. Off by default; whoever turns it on (spark_conf) gets it without
+    # kill. The job's own health is /metrics.
+    "spark.ui.enabled": "false",
+    "spark.ui.killEnabled": "false",
     # The derived validation is one wide projection: whole-stage code generation exceeds the
     # JVM's 64 KB method limit on it and falls back anyway (with an ERROR log); expression-level
     # code generation splits it into methods and measured 15-20% faster.

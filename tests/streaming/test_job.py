@@ -194,3 +194,13 @@ def test_a_query_that_ended_before_reading_its_source_is_not_drained(
     assert job.query.exception() is None
     with pytest.raises(RuntimeError, match="ended by itself before reading its source"):
         job.drain(timeout_s=60)
+
+
+def test_the_spark_ui_is_off_and_cannot_kill(spark: Any) -> None:
+    """Spark's UI binds every interface and, with kill enabled, lets anyone who reaches it
+    cancel the batch's stage -- which stops the query (issue 20). The job's session has no
+    UI; one turned on through ``spark_conf`` still cannot kill."""
+    conf = spark.sparkContext.getConf()
+    assert spark.sparkContext.uiWebUrl is None
+    assert conf.get("spark.ui.enabled") == "false"
+    assert conf.get("spark.ui.killEnabled") == "false"
