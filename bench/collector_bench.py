@@ -59,6 +59,7 @@ def main() -> None:
         kafka={"bootstrap_servers": lab.bootstrap_servers, "request_timeout_ms": 30_000},
         jmx_urls=lab.jmx_urls,
         jmx_timeout_s=30,
+        round_timeout_s=30,  # a round's pages may take as long as one page may
         config_every_rounds=1,
     )
     collector = Collector(config)
@@ -74,7 +75,8 @@ def main() -> None:
                 kinds[e.kind] = kinds.get(e.kind, 0) + 1
             print(
                 f"round {i}: wall {wall:.2f}s  cpu {cpu:.2f}s  {len(res.events):,} events "
-                f"{size / 1e6:.2f} MB  errors {len(res.errors)}  {kinds}"
+                f"{size / 1e6:.2f} MB  errors {len(res.errors)}  {kinds}  dropped: "
+                f"{res.samples_dropped.total()} samples, {res.events_dropped.total()} events"
             )
     finally:
         collector.stop()

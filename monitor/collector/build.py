@@ -1,8 +1,19 @@
-"""Turning one round's raw reads into contract events (pure: no I/O, times passed in)."""
+"""Turning one round's raw reads into contract events (pure: no I/O, times passed in).
+
+Each event is validated as it is built. Given a ``dropped`` counter, a builder leaves an
+event that breaks the contract out -- that event only: the round's others go on -- and
+counts it by (kind, the field it broke), never by the value (:func:`checked`). Without one
+it raises pydantic's ``ValidationError``, as the contract's models do.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from functools import partial
+from typing import TypeVar
+
+from pydantic import ValidationError
 
 from monitor.collector.admin import PartitionMetadata, TopicDurability
 from monitor.collector.jmx import BrokerScrape
@@ -16,6 +27,41 @@ from monitor.contract.events import (
 )
 from monitor.model.rules import original_replicas
 
+#: Events left out for breaking the contract, by (kind, the first field named): a bounded
+#: set of label values, e.g. ``("replica", "topic")``.
+Dropped = Counter[tuple[str, str]]
+
+_E = TypeVar("_E", bound=AnyEvent)
+_T = TypeVar("_T")
+
+
+def checked(kind: str, make: Callable[[], _E], dropped: Dropped | None) -> _E | None:
+    """``make()``, or None counted in ``dropped`` if the event breaks the contract (raised
+    when ``dropped`` is None).
+
+    >>> dropped = Dropped()
+    >>> checked("broker", partial(BrokerEvent, schema_version=1, kind="broker", cluster="c",
+    ...         observed_at=1, broker=-1, alive=True), dropped), dropped
+    (None, Counter({('broker', 'broker'): 1}))
+    """
+    try:
+        return make()
+    except ValidationError as e:
+        if dropped is None:
+            raise
+        errors = e.errors(include_url=False, include_input=False)
+        where = errors[0]["loc"] if errors else ()
+        dropped[kind, str(where[0]) if where else "event"] += 1
+        return None
+
+
+def kept(
+    kind: str, make: Callable[[_T], _E], items: Iterable[_T], dropped: Dropped | None
+) -> list[_E]:
+    """``make(item)`` for each item, those that break the contract left out (and counted)."""
+    built = (checked(kind, partial(make, item), dropped) for item in items)
+    return [ev for ev in built if ev is not None]
+
 
 def partition_events(
     cluster: str,
@@ -24,13 +70,15 @@ def partition_events(
     high_watermarks: Mapping[tuple[str, int], int],
     epoch_starts: Mapping[tuple[str, int], int] | None = None,
     reassignments: Mapping[tuple[str, int], tuple[list[int], list[int]]] | None = None,
+    dropped: Dropped | None = None,
 ) -> list[PartitionEvent]:
     """``reassignments``: adding / removing replicas for the partitions that carry them
     (the running reassignments, and ``([], [])`` once for one that ended); the others'
     events leave the fields out (the model keeps what it knew)."""
     moving = reassignments or {}
-    return [
-        PartitionEvent(
+
+    def one(p: PartitionMetadata) -> PartitionEvent:
+        return PartitionEvent(
             schema_version=1,
             kind="partition",
             cluster=cluster,
@@ -53,16 +101,23 @@ def partition_events(
             if (p.topic, p.partition) in moving
             else None,
         )
-        for p in partitions
-    ]
+
+    return kept("partition", one, partitions, dropped)
 
 
 def replica_events(
-    cluster: str, broker: int, observed_at: int, scrape: BrokerScrape, keep: set[str] | None
+    cluster: str,
+    broker: int,
+    observed_at: int,
+    scrape: BrokerScrape,
+    keep: set[str] | None,
+    dropped: Dropped | None = None,
 ) -> list[ReplicaEvent]:
     """One event per replica the broker holds (``keep``: only these topics, if given)."""
-    return [
-        ReplicaEvent(
+
+    def one(item: tuple[tuple[str, int], int]) -> ReplicaEvent:
+        (topic, partition), leo = item
+        return ReplicaEvent(
             schema_version=1,
             kind="replica",
             cluster=cluster,
@@ -74,9 +129,9 @@ def replica_events(
             log_start_offset=scrape.log_start.get((topic, partition)),
             fetch_lag=scrape.fetch_lag.get((topic, partition)),
         )
-        for (topic, partition), leo in scrape.leo.items()
-        if leo >= 0 and (keep is None or topic in keep)
-    ]
+
+    mine = (i for i in scrape.leo.items() if keep is None or i[0][0] in keep)
+    return kept("replica", one, mine, dropped)
 
 
 def broker_event(
@@ -116,6 +171,7 @@ def topic_config_events(
     configs: Mapping[str, TopicDurability],
     partitions: list[PartitionMetadata],
     moving: Mapping[tuple[str, int], tuple[list[int], list[int]]] | None = None,
+    dropped: Dropped | None = None,
 ) -> list[TopicConfigEvent]:
     """One event per configured topic. The replication factor is the partitions' replica
     count without the replicas a running reassignment is adding (``moving``: (topic,
@@ -130,8 +186,10 @@ def topic_config_events(
         rf[p.topic] = max(rf.get(p.topic, 0), count)
         if p.topic_id is not None:
             ids[p.topic] = p.topic_id
-    return [
-        TopicConfigEvent(
+
+    def one(item: tuple[str, TopicDurability]) -> TopicConfigEvent:
+        topic, cfg = item
+        return TopicConfigEvent(
             schema_version=1,
             kind="topic_config",
             cluster=cluster,
@@ -142,17 +200,19 @@ def topic_config_events(
             min_insync_replicas=cfg.min_insync_replicas,
             unclean_leader_election_enable=cfg.unclean_leader_election_enable,
         )
-        for topic, cfg in configs.items()
-    ]
+
+    return kept("topic_config", one, configs.items(), dropped)
 
 
 def topic_deleted_events(
-    cluster: str, observed_at: int, gone: Mapping[str, str | None]
+    cluster: str, observed_at: int, gone: Mapping[str, str | None], dropped: Dropped | None = None
 ) -> list[TopicDeletedEvent]:
     """One event per topic (with its last known id) that a successful metadata read no
     longer lists."""
-    return [
-        TopicDeletedEvent(
+
+    def one(item: tuple[str, str | None]) -> TopicDeletedEvent:
+        topic, topic_id = item
+        return TopicDeletedEvent(
             schema_version=1,
             kind="topic_deleted",
             cluster=cluster,
@@ -160,8 +220,8 @@ def topic_deleted_events(
             topic=topic,
             topic_id=topic_id,
         )
-        for topic, topic_id in sorted(gone.items())
-    ]
+
+    return kept("topic_deleted", one, sorted(gone.items()), dropped)
 
 
 def event_key(ev: AnyEvent) -> bytes:

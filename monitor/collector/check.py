@@ -100,7 +100,7 @@ def _check_endpoint(
 ) -> int:
     where = f"exporter of broker {broker} ({url})"
     try:
-        page = jmx.fetch(url, config.jmx_timeout_s)
+        page = jmx.fetch(url, config.jmx_timeout_s, config.jmx_max_bytes)
     except Exception as e:
         say(f"{where}: FAIL -- {e!r}")
         return 1

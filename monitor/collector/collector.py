@@ -3,17 +3,25 @@
 Lifecycle (as Burrow's modules): ``Collector(config)`` validates and never connects;
 :meth:`start` connects; :meth:`round` reads once; :meth:`publish` produces;
 :meth:`run` loops until told to stop; :meth:`stop` closes in reverse order.
+
+No one value and no one broker costs a round: a sample that cannot be read is left out of
+its broker's scrape (:func:`jmx.parse`), an event that breaks the contract is left out of
+the round (:func:`build.checked`), both counted by reason; a page not in by the round's
+deadline (``round_timeout_s``) is that broker's failed scrape, as a page that timed out.
 """
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import logging
 import re
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from kafka import KafkaAdminClient, KafkaProducer
@@ -35,7 +43,7 @@ from monitor.collector.admin import (
 from monitor.collector.config import CollectorConfig
 from monitor.collector.security import explain_connect_failure, install_redaction
 from monitor.collector.versions import broker_version, trust_unclean_counter
-from monitor.contract.events import AnyEvent, dumps
+from monitor.contract.events import AnyEvent, BrokerEvent, dumps
 
 log = logging.getLogger("monitor.collector")
 
@@ -69,6 +77,12 @@ class RoundResult:
     errors: list[tuple[str, str]] = field(default_factory=list)
     duration_s: float = 0.0
     elr_known: bool = False
+    #: Exporter samples left out, by (broker, reason: :data:`jmx.DROP_REASONS`).
+    samples_dropped: collections.Counter[tuple[int, str]] = field(
+        default_factory=collections.Counter
+    )
+    #: Events left out for breaking the contract, by (kind, field): :data:`build.Dropped`.
+    events_dropped: build.Dropped = field(default_factory=collections.Counter)
 
 
 #: A broker's JVM younger than this may not have registered its Kafka MBeans yet (and some
@@ -98,6 +112,19 @@ class _Health:
         )
         self.produced = Counter(
             f"{ns}_events_produced", "Events produced, by kind.", ["kind"], registry=self.registry
+        )
+        self.samples_dropped = Counter(
+            f"{ns}_samples_dropped",
+            "Exporter samples left out (never clamped): not a number, not finite, negative, "
+            "beyond 2^63, or ConsumerLag's -1 (unknown), by broker and reason.",
+            ["broker", "reason"],
+            registry=self.registry,
+        )
+        self.events_dropped = Counter(
+            f"{ns}_events_dropped",
+            "Events left out of a round for breaking the contract, by kind and the field.",
+            ["kind", "reason"],
+            registry=self.registry,
         )
         self.broker_up = Gauge(
             f"{ns}_broker_up",
@@ -206,7 +233,7 @@ class Collector:
         self, broker: int, url: str, t: int
     ) -> tuple[int, int, jmx.BrokerScrape | None, str]:
         try:
-            page = jmx.fetch(url, self.config.jmx_timeout_s)
+            page = jmx.fetch(url, self.config.jmx_timeout_s, self.config.jmx_max_bytes)
         except Exception as e:  # a paused or dead broker: reported as alive=false
             return broker, t, None, f"broker {broker}: {e!r}"
         profile = self._profile(broker, page)
@@ -225,10 +252,32 @@ class Collector:
             return broker, t, scrape, why
         scrape = jmx.parse(page, self.config.jmx_names_for(profile))
         if not scrape.leo and not scrape.counters and self.config.jmx_profile == "auto":
-            # Its rules may have changed: detect again next round.
-            del self._profiles[broker]
-            self.health.jmx_profile.remove(str(broker), profile)
+            # Its rules may have changed: detect again next round. (A page that came in
+            # after its round's deadline may be read while the next round reads the same
+            # broker: either may forget the profile first.)
+            self._profiles.pop(broker, None)
+            with contextlib.suppress(KeyError):
+                self.health.jmx_profile.remove(str(broker), profile)
         return broker, t, scrape, ""
+
+    def _scraped(
+        self, broker: int, fut: Future[tuple[int, int, jmx.BrokerScrape | None, str]], in_time: bool
+    ) -> tuple[jmx.BrokerScrape | None, str]:
+        """A broker's scrape as the round takes it: ``(None, why)`` for a page not in by
+        the round's deadline (``in_time`` false: thrown away whenever it comes, since its
+        samples carry this round's stamp) or a read that failed in any way."""
+        if not in_time:
+            fut.cancel()  # not started yet (more brokers than threads): it never will
+            return None, (
+                f"broker {broker}: no page by the round's deadline "
+                f"(round_timeout_s {self.config.round_timeout_s:g} s)"
+            )
+        try:
+            _, _, scrape, err = fut.result()
+        except Exception as e:  # a page read wrong costs its broker's round, not the round
+            log.exception("broker %s: reading its page failed", broker)
+            return None, f"broker {broker}: {e!r}"
+        return scrape, err
 
     def _profile(self, broker: int, page: str) -> str | None:
         """The profile to read ``broker``'s page with: the configured one, or the one
@@ -243,7 +292,9 @@ class Collector:
             self.health.jmx_profile.labels(str(broker), profile).set(1)
         return profile
 
-    def _unscraped_brokers(self, reads: Reads, t_meta: int) -> list[AnyEvent]:
+    def _unscraped_brokers(
+        self, reads: Reads, t_meta: int, dropped: build.Dropped
+    ) -> list[AnyEvent]:
         """Broker events for the brokers without an exporter endpoint (all of them in
         Admin-API-only collection): alive as the cluster metadata lists them. The brokers
         are those listed and those holding a replica; none when the list could not be
@@ -252,10 +303,12 @@ class Collector:
             return []
         assigned = {b for p in reads.partitions for b in p.replicas}
         unscraped = (reads.brokers | assigned) - set(self.config.jmx_urls)
-        return [
-            build.broker_event(self.config.cluster, b, t_meta, None, alive=b in reads.brokers)
-            for b in sorted(unscraped)
-        ]
+        listed = reads.brokers
+
+        def one(b: int) -> BrokerEvent:
+            return build.broker_event(self.config.cluster, b, t_meta, None, alive=b in listed)
+
+        return build.kept("broker", one, sorted(unscraped), dropped)
 
     def _reassignments(self, reads: Reads) -> dict[tuple[str, int], tuple[list[int], list[int]]]:
         """The running reassignments, and ``([], [])`` once for each that ended since the
@@ -266,7 +319,7 @@ class Collector:
         self._moving = set(reads.reassignments)
         return {**{k: ([], []) for k in ended}, **reads.reassignments}
 
-    def _deleted(self, reads: Reads, t_meta: int) -> list[AnyEvent]:
+    def _deleted(self, reads: Reads, t_meta: int, dropped: build.Dropped) -> list[AnyEvent]:
         """``topic_deleted`` for each topic the last complete metadata read listed and this
         one (complete too) does not."""
         assert reads.listed is not None
@@ -275,16 +328,22 @@ class Collector:
         if before is None:
             return []
         gone = {t: tid for t, tid in before.items() if t not in reads.listed}
-        return list(build.topic_deleted_events(self.config.cluster, t_meta, gone))
+        return list(build.topic_deleted_events(self.config.cluster, t_meta, gone, dropped))
 
     def round(self) -> RoundResult:
-        """Read everything once and return the validated events (nothing is produced)."""
+        """Read everything once and return the validated events (nothing is produced).
+
+        The exporter pages are read in threads while the Admin API is asked; the round
+        takes the pages that are in by ``round_timeout_s`` after its start (the Admin
+        requests have their own timeout, ``kafka.request_timeout_ms``)."""
         assert self._admin is not None and self._pool is not None, "call start() first"
         started = time.monotonic()
         cfg = self.config
         res = RoundResult()
+        dropped = res.events_dropped
         # Every JMX sample of a round carries the round's start: each value was read after
-        # it and before the next round's (the round waits for every scrape). Per-request
+        # it and before the next round's (a page that comes after the round's deadline is
+        # thrown away, never taken by a later round). Per-request
         # stamps taken before each request would order a slow broker's fresher answer
         # before a fast one's older answer -- a follower "ahead" of its leader.
         t_jmx = self._clock()
@@ -325,22 +384,33 @@ class Collector:
         if reads.metadata_complete():
             assert reads.listed is not None
             self._known_topics = set(reads.listed)
-            res.events.extend(self._deleted(reads, t_meta))
+            res.events.extend(self._deleted(reads, t_meta, dropped))
         elif topics:
             self._known_topics = set(topics)
         keep = self._known_topics
-        for fut in scrapes:
-            broker, t, scrape, err = fut.result()
+        in_time, _ = wait(
+            scrapes, timeout=max(0.0, started + cfg.round_timeout_s - time.monotonic())
+        )
+        for broker, fut in zip(sorted(cfg.jmx_urls), scrapes, strict=True):
+            scrape, err = self._scraped(broker, fut, fut in in_time)
             self.health.broker_up.labels(str(broker)).set(1 if scrape else 0)
             if err:
                 res.errors.append(("jmx", err))
-            res.events.append(
-                build.broker_event(cfg.cluster, broker, t, scrape, self.unclean_counter)
+            ev = build.checked(
+                "broker",
+                partial(
+                    build.broker_event, cfg.cluster, broker, t_jmx, scrape, self.unclean_counter
+                ),
+                dropped,
             )
+            if ev is not None:
+                res.events.append(ev)
             if scrape is not None:
-                kept = build.replica_events(cfg.cluster, broker, t, scrape, keep)
+                for reason, n in scrape.dropped.items():
+                    res.samples_dropped[broker, reason] += n
+                kept = build.replica_events(cfg.cluster, broker, t_jmx, scrape, keep, dropped)
                 res.events.extend(e for e in kept if not self._exclude.search(e.topic))
-        res.events.extend(self._unscraped_brokers(reads, t_meta))
+        res.events.extend(self._unscraped_brokers(reads, t_meta, dropped))
         res.events.extend(
             build.partition_events(
                 cfg.cluster,
@@ -349,13 +419,14 @@ class Collector:
                 reads.high_watermarks,
                 reads.epoch_starts,
                 self._reassignments(reads),
+                dropped,
             )
         )
         if self._rounds % cfg.config_every_rounds == 0:
             configs = {t: c for t, c in self._configs.items() if t in set(topics)}
             res.events.extend(
                 build.topic_config_events(
-                    cfg.cluster, t_meta, configs, reads.partitions, reads.reassignments
+                    cfg.cluster, t_meta, configs, reads.partitions, reads.reassignments, dropped
                 )
             )
         res.events.sort(key=lambda e: e.observed_at)
@@ -363,10 +434,23 @@ class Collector:
         res.duration_s = time.monotonic() - started
         for source, _msg in res.errors:
             self.health.errors.labels(source).inc()
+        self._count_drops(res)
         self.health.rounds.inc()
         self.health.duration.set(res.duration_s)
         self.health.last.set(time.time())
         return res
+
+    def _count_drops(self, res: RoundResult) -> None:
+        """The round's left-out samples and events into the metrics, and a log line for
+        each kind of them -- but ConsumerLag's -1, which only says a fetcher has not
+        fetched yet."""
+        for (broker, reason), n in sorted(res.samples_dropped.items()):
+            self.health.samples_dropped.labels(str(broker), reason).inc(n)
+            if reason != "unknown_lag":
+                log.info("broker %s: %d sample(s) left out: %s", broker, n, reason)
+        for (kind, reason), n in sorted(res.events_dropped.items()):
+            self.health.events_dropped.labels(kind, reason).inc(n)
+            log.warning("%d %s event(s) left out: %s breaks the contract", n, kind, reason)
 
     def publish(self, events: list[AnyEvent]) -> int:
         """Produce to the events topic (acks=all), keyed by cluster/topic/partition."""

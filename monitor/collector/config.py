@@ -18,7 +18,7 @@ from pydantic import Field, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from monitor import settings
-from monitor.collector.jmx import PROFILES, JmxNames
+from monitor.collector.jmx import MAX_PAGE_BYTES, PROFILES, JmxNames
 from monitor.collector.versions import UncleanCounter
 from monitor.connection import KafkaConnection
 from monitor.contract.events import EVENTS_TOPIC
@@ -44,7 +44,16 @@ class CollectorConfig(settings.LayeredSettings):
     interval_s: float = Field(default=5.0, gt=0)
     #: Topic configs change rarely: read them every N rounds.
     config_every_rounds: int = Field(default=6, ge=1)
+    #: The deadline of one exporter page: connecting, asking and reading all of it (not a
+    #: timeout per read: an exporter sending a byte at a time is cut here).
     jmx_timeout_s: float = Field(default=3.0, gt=0)
+    #: The largest exporter page read; a larger one fails that broker's scrape.
+    jmx_max_bytes: int = Field(default=MAX_PAGE_BYTES, ge=1024)
+    #: The deadline of a round's exporter pages, from the round's start: a broker whose
+    #: page is not in by then is a failed scrape this round (``alive: false``, as one that
+    #: timed out), its late page thrown away. Under ``interval_s`` so a round ends before
+    #: the next one is due; at least ``jmx_timeout_s``, so each page gets its own time.
+    round_timeout_s: float = Field(default=4.0, gt=0)
     #: Whose exporter rules name the metrics (monitor.collector.jmx.PROFILES): "auto" detects
     #: it from each broker's first page.
     jmx_profile: Literal["auto", "monitor", "strimzi", "confluent"] = "auto"
@@ -84,6 +93,18 @@ class CollectorConfig(settings.LayeredSettings):
     def jmx_names_for(self, profile: str) -> JmxNames:
         """The metric names to read a page of ``profile`` with (``jmx_names`` applied)."""
         return PROFILES[profile].model_copy(update=self.jmx_names)
+
+    @model_validator(mode="after")
+    def _deadlines(self) -> CollectorConfig:
+        if self.round_timeout_s < self.jmx_timeout_s:
+            # Every page slower than the round's deadline would be cut, whatever
+            # jmx_timeout_s says: raising one without the other is a mistake to name.
+            raise ValueError(
+                f"round_timeout_s ({self.round_timeout_s:g}) is shorter than jmx_timeout_s "
+                f"({self.jmx_timeout_s:g}): a page gets the round's deadline at most; raise "
+                "round_timeout_s too"
+            )
+        return self
 
     @model_validator(mode="after")
     def _pem_only(self) -> CollectorConfig:

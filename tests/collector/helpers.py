@@ -1,18 +1,73 @@
-"""Shared by the collector's lab tests (and the store and job tests that record the lab):
-the real collector recording in a thread, steady acks=all load, findings as names."""
+"""Shared by the collector's tests: a collector whose Admin reads and exporter pages are
+stubs (rounds without a cluster); for the lab tests (and the store and job tests that record
+the lab), the real collector recording in a thread, steady acks=all load, findings as names."""
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from monitor.collector import Collector, CollectorConfig
 from monitor.contract.events import AnyEvent
 from monitor.dev.lab.cluster import Lab
 from monitor.dev.lab.load import ProduceStats, produce
 from monitor.model import Finding
+
+
+def offline_collector(
+    monkeypatch: pytest.MonkeyPatch,
+    page: str | Mapping[int, str] = "",
+    brokers: int = 1,
+    read_metadata: Any = None,
+    clock: Any = None,
+    registered: set[int] | None = None,
+    jmx: bool = True,
+    workers: int = 1,
+    jmx_urls: dict[int, str] | None = None,
+    **settings: Any,
+) -> Any:
+    """A Collector whose Admin reads are stubs, and its exporter pages too: ``page`` for
+    every broker, or each broker's (a mapping). ``_pool`` has ``workers`` threads (default
+    one: the brokers are read one after another); the caller shuts it down. ``registered``:
+    the brokers the metadata lists (default: every broker); ``jmx=False``: no endpoints;
+    ``jmx_urls``: real endpoints, read by the real ``jmx.fetch``; ``settings``: more of
+    the collector's settings."""
+    from monitor.collector import collector as mod
+
+    listed = set(range(1, brokers + 1)) if registered is None else registered
+
+    def read_brokers(admin: object, reads: Any) -> None:
+        reads.brokers = set(listed)
+
+    monkeypatch.setattr(mod, "read_brokers", read_brokers)
+    monkeypatch.setattr(
+        mod, "read_metadata", read_metadata or (lambda admin, exclude, internal, reads: True)
+    )
+    monkeypatch.setattr(mod, "read_high_watermarks", lambda admin, reads: None)
+    monkeypatch.setattr(mod, "read_epoch_starts", lambda admin, reads, wanted: None)
+    monkeypatch.setattr(mod, "read_reassignments", lambda admin, reads: None)
+    monkeypatch.setattr(mod, "read_topic_configs", lambda admin, topics, reads: {})
+    if jmx_urls is None:
+        pages = page if isinstance(page, Mapping) else dict.fromkeys(range(1, brokers + 1), page)
+        jmx_urls = {b: f"http://broker-{b}" for b in range(1, brokers + 1)} if jmx else {}
+
+        def fetch(url: str, timeout_s: float, max_bytes: int) -> str:
+            return pages[int(url.removeprefix("http://broker-"))]
+
+        monkeypatch.setattr(mod.jmx, "fetch", fetch)
+    config = CollectorConfig(
+        cluster="c", kafka={"bootstrap_servers": "127.0.0.1:1"}, jmx_urls=jmx_urls, **settings
+    )
+    c = mod.Collector(config) if clock is None else mod.Collector(config, clock=clock)
+    c._admin = object()
+    c._pool = ThreadPoolExecutor(workers)
+    return c
 
 
 class Recording:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from pydantic import BaseModel, ValidationError
 
@@ -19,6 +17,7 @@ from monitor.collector.config import CollectorConfig
 from monitor.collector.jmx import JmxNames, parse
 from monitor.connection import KafkaConnection
 from monitor.contract.events import dumps, parse_event
+from tests.collector.helpers import offline_collector
 
 PAGE = """\
 # HELP kafka_log_log_end_offset Log end offset
@@ -48,6 +47,7 @@ def test_parse_picks_the_needed_series_and_skips_broken_lines() -> None:
         "active_controller": 1,
         "unclean_elections_total": 2,
     }
+    assert s.dropped == {"unreadable": 1, "not_finite": 1}  # partition "x"; NaN
 
 
 def test_built_events_validate_and_carry_the_readings() -> None:
@@ -99,6 +99,11 @@ def test_config_errors_name_the_key() -> None:
         CollectorConfig(interval_s=0)
     with pytest.raises(ValidationError, match=r"unknown_key"):
         CollectorConfig(unknown_key=1)  # type: ignore[call-arg]
+    # A round's deadline shorter than a page's would cut every page slower than it,
+    # whatever jmx_timeout_s says: named, not silently in force.
+    with pytest.raises(ValidationError, match=r"round_timeout_s .* jmx_timeout_s"):
+        CollectorConfig(jmx_timeout_s=10)
+    assert CollectorConfig(jmx_timeout_s=10, round_timeout_s=10).round_timeout_s == 10
 
 
 def test_secrets_never_print() -> None:
@@ -123,47 +128,6 @@ def test_environment_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
     assert cfg.kafka.client_kwargs()["bootstrap_servers"] == ["k1:9092", "k2:9092"]
 
 
-def _offline_collector(
-    monkeypatch: pytest.MonkeyPatch,
-    page: str,
-    brokers: int = 1,
-    read_metadata: Any = None,
-    clock: Any = None,
-    registered: set[int] | None = None,
-    jmx: bool = True,
-) -> Any:
-    """A Collector whose Admin reads and JMX pages are stubs; ``_pool`` has one worker (the
-    brokers are read one after another). The caller shuts the pool down. ``registered``:
-    the brokers the metadata lists (default: every broker); ``jmx=False``: no endpoints."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from monitor.collector import collector as mod
-
-    listed = set(range(1, brokers + 1)) if registered is None else registered
-
-    def read_brokers(admin: object, reads: Any) -> None:
-        reads.brokers = set(listed)
-
-    monkeypatch.setattr(mod, "read_brokers", read_brokers)
-    monkeypatch.setattr(
-        mod, "read_metadata", read_metadata or (lambda admin, exclude, internal, reads: True)
-    )
-    monkeypatch.setattr(mod, "read_high_watermarks", lambda admin, reads: None)
-    monkeypatch.setattr(mod, "read_epoch_starts", lambda admin, reads, wanted: None)
-    monkeypatch.setattr(mod, "read_reassignments", lambda admin, reads: None)
-    monkeypatch.setattr(mod, "read_topic_configs", lambda admin, topics, reads: {})
-    monkeypatch.setattr(mod.jmx, "fetch", lambda url, timeout: page)
-    config = CollectorConfig(
-        cluster="c",
-        kafka={"bootstrap_servers": "127.0.0.1:1"},
-        jmx_urls={b: f"http://broker-{b}" for b in range(1, brokers + 1)} if jmx else {},
-    )
-    c = mod.Collector(config) if clock is None else mod.Collector(config, clock=clock)
-    c._admin = object()
-    c._pool = ThreadPoolExecutor(1)
-    return c
-
-
 def test_a_round_without_metadata_keeps_filtering_by_the_last_topics(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -183,7 +147,7 @@ def test_a_round_without_metadata_keeps_filtering_by_the_last_topics(
             reads.errors.append(("metadata", "timed out"))
         return True
 
-    c = _offline_collector(monkeypatch, page, read_metadata=fake_metadata)
+    c = offline_collector(monkeypatch, page, read_metadata=fake_metadata)
     try:
         for _ in range(2):
             res = c.round()
@@ -208,7 +172,7 @@ def test_without_exporters_brokers_are_said_alive_as_the_metadata_lists_them(
         reads.listed = {"orders"}
         return True
 
-    c = _offline_collector(
+    c = offline_collector(
         monkeypatch, PAGE, brokers=2, read_metadata=metadata, registered={1, 2}, jmx=False
     )
     try:
@@ -231,7 +195,7 @@ def test_a_rounds_jmx_samples_share_one_stamp(monkeypatch: pytest.MonkeyPatch) -
     from monitor.contract.events import BrokerEvent, ReplicaEvent
 
     ticks = iter(range(1_000, 100_000, 7))  # every clock read is later than the one before
-    c = _offline_collector(monkeypatch, PAGE, brokers=3, clock=lambda: next(ticks))
+    c = offline_collector(monkeypatch, PAGE, brokers=3, clock=lambda: next(ticks))
     try:
         res = c.round()
     finally:
@@ -308,7 +272,7 @@ def test_a_topic_is_said_deleted_only_by_a_complete_metadata_read(
             )
         return True
 
-    c = _offline_collector(monkeypatch, PAGE, read_metadata=fake_metadata)
+    c = offline_collector(monkeypatch, PAGE, read_metadata=fake_metadata)
     try:
         said = [
             [(e.topic, e.topic_id) for e in c.round().events if isinstance(e, TopicDeletedEvent)]
@@ -354,7 +318,7 @@ def test_a_move_that_ends_between_the_reads_is_still_a_move(
         reads.partitions.append(PartitionMetadata("moving", 0, 2, 5, (2, 3, 1), (2, 3), (), ()))
         return True
 
-    c = _offline_collector(monkeypatch, PAGE, read_metadata=metadata)
+    c = offline_collector(monkeypatch, PAGE, read_metadata=metadata)
     monkeypatch.setattr(mod, "read_reassignments", reassignments)
     durability = {"moving": TopicDurability(1, False)}
     monkeypatch.setattr(mod, "read_topic_configs", lambda admin, topics, reads: durability)
