@@ -5,7 +5,7 @@
     Kafka (events topic) -> validate (derived SQL) -> route: valid -> bucket / fan-out
                                                       invalid -> dead bucket
       -> transformWithStateInPandas (one ClusterModel per bucket, processing-time timer)
-      -> foreachBatch: findings -> findings topic (key = Finding.id)
+      -> foreachBatch: findings -> findings topic (key = Finding.subject_key)
                        dead letters -> dead-letter topic (original bytes, reason headers)
                        partition state -> Parquet store (batch_id=<n>/, idempotent)
                        driver hook(s) -> e.g. the Prometheus exporter

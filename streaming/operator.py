@@ -627,7 +627,7 @@ class Outputs:
             d = f.to_dict()
             self.add(
                 out="finding",
-                key=d["id"],
+                key=f.subject_key,
                 value=json.dumps(d, separators=(",", ":"), default=str).encode(),
                 bucket=bucket,
             )

@@ -169,6 +169,26 @@ class Finding:
         return hashlib.sha1(key.encode(), usedforsecurity=False).hexdigest()[:20]
 
     @property
+    def subject_key(self) -> str:
+        """The findings topic's record key: what the finding is about, as the events topic
+        keys it -- ``cluster/topic/partition`` (a replica's finding too), ``cluster/topic``,
+        ``cluster/broker/<id>``, or ``cluster``. A condition's ``open`` and ``resolved``
+        (two ids) share it, so on a topic of many partitions they land in one partition,
+        in the order the job wrote them.
+
+        >>> Finding(FindingKind.OFFLINE, FindingState.OPEN, Severity.CRITICAL, "c", "t",
+        ...         3, 5, 5, 2).subject_key
+        'c/t/3'
+        """
+        if self.topic is not None and self.partition is not None:
+            return f"{self.cluster}/{self.topic}/{self.partition}"
+        if self.topic is not None:
+            return f"{self.cluster}/{self.topic}"
+        if self.broker is not None:
+            return f"{self.cluster}/broker/{self.broker}"
+        return self.cluster
+
+    @property
     def subject(self) -> str:
         """Human name of what the finding is about: ``orders/3``, ``broker 2``."""
         if self.topic is not None and self.partition is not None:

@@ -15,6 +15,8 @@ from typing import Any
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
+from monitor.model import Finding
+
 
 def _key(raw: bytes) -> bytes | None:
     """cluster/topic/partition: all samples of one partition go to one Kafka partition."""
@@ -101,7 +103,8 @@ def _ids(records: list[Record]) -> list[str]:
     ids = []
     for r in records:
         f = json.loads(r.value)
-        assert r.key is not None and r.key.decode() == f["id"], "findings are keyed by id"
+        subject = Finding.from_dict(f).subject_key
+        assert r.key is not None and r.key.decode() == subject, "findings are keyed by subject"
         ids.append(f["id"])
     return ids
 
