@@ -153,6 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     from streaming.job import KafkaSourceUnavailable, LayoutError
     from streaming.job import run as run_job
+    from streaming.storefs import StorePairError
 
     try:
         cfg = config_from_args(args)
@@ -166,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
     logs.configure_from(args)  # once the settings are good (a refusal is one line)
     try:
         return run_job(cfg)
-    except LayoutError as e:  # raised before Spark starts
+    except (LayoutError, StorePairError) as e:  # raised before Spark starts
         print(f"monitor stream: {e}", file=sys.stderr)
         return 2
     except KafkaSourceUnavailable as e:  # before Spark starts: setup

@@ -116,6 +116,12 @@ class StreamingConfig(settings.LayeredSettings):
     store_history_s: float = Field(
         3600.0, ge=0, description="keep this much per-batch history for explain (seconds)"
     )
+    findings_retention_s: float = Field(
+        30 * 86_400.0,
+        gt=0,
+        description="keep stored findings this long after their detection (seconds); a "
+        "condition still open is kept until it resolves",
+    )
 
     # -- the Prometheus exporter (in the driver) --------------------------------------------
     metrics_port: int | None = Field(

@@ -46,6 +46,7 @@ from streaming.operator import (
     state_fingerprint,
 )
 from streaming.store import is_local, write_findings_locally
+from streaming.storefs import pair
 
 log = logging.getLogger("streaming")
 
@@ -60,13 +61,15 @@ class BatchOutput:
     ``findings`` are the finding dicts (``Finding.to_dict()``) of the batch; ``states`` is a
     (persisted, valid during the call) DataFrame of the touched partitions' state rows
     (:data:`~monitor.contract.state.STATE_DDL`) — collect what you need; ``stats`` holds
-    the counts.
+    the counts; ``detected_at`` is when the job detected the batch's findings (ms, wall
+    clock: the time stored with them).
     """
 
     batch_id: int
     findings: list[dict[str, Any]]
     states: Any
     stats: dict[str, int]
+    detected_at: int | None = None
 
 
 Hook = Callable[[BatchOutput], None]
@@ -285,8 +288,12 @@ class Sinks:
         hooks: Sequence[Hook] = (),
         counters: JobCounters | None = None,
         write_kafka: bool = True,
+        batch_offset: int = 0,
     ) -> None:
         self.cfg = cfg
+        #: Added to Spark's batch ids in the store and for the hooks (:func:`storefs.pair`):
+        #: a new checkpoint on a store with batches continues after the store's last one.
+        self.batch_offset = batch_offset
         self.hooks = list(hooks)
         self.counters = counters if counters is not None else JobCounters()
         self.write_kafka = write_kafka
@@ -298,9 +305,10 @@ class Sinks:
             writer = writer.option(k, v)
         writer.save()
 
-    def __call__(self, batch: Any, batch_id: int) -> None:
+    def __call__(self, batch: Any, spark_batch_id: int) -> None:
         from pyspark.sql import functions as F
 
+        batch_id = spark_batch_id + self.batch_offset  # the store's batch id
         started = time.monotonic()
         phases: dict[str, float] = {}
         last = started
@@ -361,7 +369,8 @@ class Sinks:
             )
             if self.hooks and n_states:
                 states = states.persist()  # the store write and the hooks both read it
-            self._write_store(states, n_states, finding_dicts, batch_id)
+            detected_at = time.time_ns() // 1_000_000
+            self._write_store(states, n_states, finding_dicts, batch_id, detected_at)
             mark("store")
             stats = {
                 "batch_id": batch_id,
@@ -375,7 +384,7 @@ class Sinks:
                 "buckets": len({r.bucket for r in stats_rows if r.n_partitions is not None}),
             }
             for hook in self.hooks:
-                hook(BatchOutput(batch_id, finding_dicts, states, stats))
+                hook(BatchOutput(batch_id, finding_dicts, states, stats, detected_at))
             if self.hooks:
                 mark("hooks")
         finally:
@@ -486,7 +495,12 @@ class Sinks:
         return folder
 
     def _write_store(
-        self, states: Any, n_states: int, findings: list[dict[str, Any]], batch_id: int
+        self,
+        states: Any,
+        n_states: int,
+        findings: list[dict[str, Any]],
+        batch_id: int,
+        detected_at: int,
     ) -> None:
         """``<store>/state/batch_id=<n>/`` and ``<store>/findings/batch_id=<n>/`` (overwrite)."""
         if n_states:
@@ -494,7 +508,6 @@ class Sinks:
                 f"{self.store}/state/batch_id={batch_id}"
             )
         if findings:
-            detected_at = time.time_ns() // 1_000_000
             rows = [finding_store_row(f, detected_at) for f in findings]
             if is_local(self.store):
                 write_findings_locally(Path(self.store), batch_id, rows)
@@ -560,9 +573,10 @@ def start(
 ) -> RunningJob:
     """Start the streaming query (Kafka source unless ``source`` is given)."""
     check_layout(cfg.checkpoint_location, cfg.buckets)
+    offset = pair(cfg.checkpoint_location, cfg.store_location)
     src = source if source is not None else kafka_source(spark, cfg)
     out = stateful(src, cfg)
-    sinks = Sinks(cfg, hooks, write_kafka=write_kafka)
+    sinks = Sinks(cfg, hooks, write_kafka=write_kafka, batch_offset=offset)
     writer = (
         out.writeStream.foreachBatch(sinks)
         .option("checkpointLocation", cfg.checkpoint_location)
@@ -659,6 +673,7 @@ def run(cfg: StreamingConfig, hooks: Sequence[Hook] = ()) -> int:
     from streaming.session import build_session, expand_jars, kafka_jars
 
     check_layout(cfg.checkpoint_location, cfg.buckets)  # before Spark (start() checks again)
+    pair(cfg.checkpoint_location, cfg.store_location)  # before Spark too: a refusal is fast
     exporter = None
     if cfg.metrics_port is not None:
         from monitor.exporter.driver import JobExporter
@@ -672,13 +687,17 @@ def run(cfg: StreamingConfig, hooks: Sequence[Hook] = ()) -> int:
         )
         exporter.start()  # before Spark: a port in use fails fast, and /metrics says "down"
         hooks = [*hooks, exporter.hook]
+    compactor = None
     if cfg.compact_every_batches:
         from streaming.store import Compactor
 
-        hooks = [
-            *hooks,
-            Compactor(cfg.store_location, cfg.compact_every_batches, cfg.store_history_s),
-        ]
+        compactor = Compactor(
+            cfg.store_location,
+            cfg.compact_every_batches,
+            cfg.store_history_s,
+            cfg.findings_retention_s,
+        )
+        hooks = [*hooks, compactor]
     if cfg.jars is not None:
         try:
             jars = expand_jars(cfg.jars)
@@ -732,6 +751,8 @@ def run(cfg: StreamingConfig, hooks: Sequence[Hook] = ()) -> int:
     finally:
         if exporter is not None:
             exporter.stop()
+        if compactor is not None:
+            compactor.stop()
     c = job.counters
     print(
         f"monitor stream: {c.batches} batches, {c.accepted} events accepted, "

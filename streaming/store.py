@@ -15,8 +15,13 @@ partition from those files in milliseconds, in-process, from the runbook CLI.
 from __future__ import annotations
 
 import json
+import logging
+import re
 import shutil
+import threading
 import time
+import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +34,9 @@ from monitor.contract.store import (
     STATE,
 )
 from monitor.query.store import connect, sources_sql
+from streaming.storefs import Location
+
+log = logging.getLogger("streaming.store")
 
 
 def is_local(location: str) -> bool:
@@ -105,33 +113,230 @@ def compact(store: str, upto_batch: int) -> int:
 # --- keeping the store small -------------------------------------------------------------------
 
 
-class Compactor:
-    """A driver hook: every ``every`` batches, fold the batches older than ``history_s`` into
-    the snapshot (one row per partition), so "latest state" questions read ~one row per
-    partition plus the recent history, not every row ever written.
+#: How long findings are kept (``findings_retention_s``'s default): 30 days.
+FINDINGS_RETENTION_S = 30 * 86_400.0
 
-    Recent batches stay as they are: they are ``explain``'s watermark history. Only batches
-    before the current one are folded (those the query has committed). A reader that loses a
-    file to a concurrent compaction retries (:class:`StoreReader`).
+
+class Compactor:
+    """A driver hook that keeps the store small, off the batch's path.
+
+    Every ``every`` batches it wakes its own thread (the hook itself only records the batch
+    id: a batch never waits on compaction, and a compaction error never fails a batch) to
+
+    * fold the state batches older than ``history_s`` into the snapshot (one row per
+      partition), so "latest state" questions read ~one row per partition plus the recent
+      history, not every row ever written (recent batches stay: ``explain``'s history);
+    * fold the findings batches into one file per compaction, dropping the findings older
+      than ``findings_retention_s`` -- except a condition still open (its ``open`` without a
+      ``resolved``): the exporter, seeded from the stored findings at start, must still
+      show it (:func:`compact_findings`).
+
+    Only batches before the current one are folded (those the query has committed). A
+    local store is compacted by DuckDB over its files; a URI through pyarrow's file systems
+    (:class:`~streaming.storefs.Location`: S3, HDFS, ``file://``...), the folded batches
+    held in memory. Errors are logged and counted (``errors``; the exporter's
+    ``kafka_replication_store_compaction_errors_total``), and the next round tries again. A
+    reader that loses a file to a concurrent compaction retries (:class:`StoreReader`).
     """
 
-    def __init__(self, store: str, every: int = 100, history_s: float = 3600.0) -> None:
+    def __init__(
+        self,
+        store: str,
+        every: int = 100,
+        history_s: float = 3600.0,
+        findings_retention_s: float = FINDINGS_RETENTION_S,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.store = store
         self.every = every
         self.history_s = history_s
+        self.findings_retention_s = findings_retention_s
+        self.clock = clock
+        self.location = Location.maybe(store, "store") if every > 0 else None
         self.compactions = 0
+        self.errors = 0
+        self.last_error: str | None = None
+        self._cv = threading.Condition()
+        self._pending: int | None = None
+        self._busy = False
+        self._stopped = False
+        self._thread: threading.Thread | None = None
 
     def __call__(self, batch: Any) -> None:
         batch_id = int(batch.batch_id)
-        if self.every <= 0 or not is_local(self.store) or batch_id % self.every:
+        if self.location is None or batch_id % self.every:
             return
-        horizon = time.time() - self.history_s
+        with self._cv:
+            self._pending = batch_id
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._loop, name="store-compactor", daemon=True
+                )
+                self._thread.start()
+            self._cv.notify_all()
+
+    def wait(self, timeout_s: float = 300.0) -> None:
+        """Until the requested compactions are done (tests, shutdown)."""
+        with self._cv:
+            self._cv.wait_for(lambda: self._pending is None and not self._busy, timeout_s)
+
+    def stop(self) -> None:
+        with self._cv:
+            self._stopped = True
+            self._cv.notify_all()
+
+    def _loop(self) -> None:
+        while True:
+            with self._cv:
+                self._cv.wait_for(lambda: self._pending is not None or self._stopped)
+                if self._stopped:
+                    return
+                batch_id, self._pending, self._busy = self._pending, None, True
+            try:
+                assert batch_id is not None
+                self.run(batch_id)
+            except Exception as e:  # counted and logged: the next round tries again
+                self.errors += 1
+                self.last_error = f"{type(e).__name__}: {e}"[:300]
+                log.warning("store compaction after batch %s failed: %s", batch_id, e)
+            finally:
+                with self._cv:
+                    self._busy = False
+                    self._cv.notify_all()
+
+    def run(self, batch_id: int) -> None:
+        """One compaction of the batches before ``batch_id`` (synchronous)."""
+        loc = self.location
+        if loc is None:
+            return
+        now = self.clock()
         old = [
-            int(p.name.split("=", 1)[1])
-            for p in Path(self.store).glob(f"{STATE}/batch_id=*")
-            if p.stat().st_mtime < horizon
+            b
+            for b in loc.batches(STATE)
+            if b < batch_id and _mtime(loc, STATE, b) < now - self.history_s
         ]
-        upto = max((b for b in old if b < batch_id), default=-1)
-        if upto >= 0:
-            compact(self.store, upto)
-            self.compactions += 1
+        if old:
+            if _URI.match(self.store):
+                compact_remote(loc, max(old))
+            else:
+                compact(self.store, max(old))
+        compact_findings(loc, batch_id - 1, int((now - self.findings_retention_s) * 1000))
+        self.compactions += 1
+
+
+_URI = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
+
+
+def _mtime(loc: Location, sub: str, batch: int) -> float:
+    """When a batch folder was written: the folder's time, or (object stores keep none for
+    folders) its newest file's."""
+    folder = loc.fs.get_file_info(loc.join(f"{sub}/batch_id={batch}"))
+    if folder.mtime is not None:
+        return float(folder.mtime.timestamp())
+    infos = loc.fs.get_file_info(loc.files(f"{sub}/batch_id={batch}"))
+    stamps = [i.mtime.timestamp() for i in infos if i.mtime is not None]
+    return max(stamps, default=0.0)
+
+
+def _arrow(con: Any, sql: str) -> Any:
+    """The result of ``sql`` as an Arrow table."""
+    table = con.execute(sql).to_arrow_table()
+    assert table is not None
+    return table
+
+
+def _read_batches(loc: Location, sub: str, batches: list[int]) -> Any:
+    """The rows of ``<sub>/batch_id=<n>`` folders as one Arrow table with ``batch_id``."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    tables = []
+    for b in batches:
+        for path in loc.files(f"{sub}/batch_id={b}"):
+            t = pq.read_table(path, filesystem=loc.fs)
+            tables.append(t.append_column("batch_id", pa.array([b] * t.num_rows, pa.int64())))
+    if not tables:
+        return None
+    return pa.concat_tables(tables, promote_options="default")
+
+
+def compact_remote(loc: Location, upto_batch: int) -> int:
+    """:func:`compact` through pyarrow's file systems (a store on a URI); return rows."""
+    import duckdb
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    batches = [b for b in loc.batches(STATE) if b <= upto_batch]
+    rows = _read_batches(loc, STATE, batches)
+    if rows is None:
+        return 0
+    if loc.exists(SNAPSHOT_FILE):
+        snap = pq.read_table(loc.join(SNAPSHOT_FILE), filesystem=loc.fs)
+        rows = pa.concat_tables([snap, rows], promote_options="default")
+    con = duckdb.connect()
+    con.register("rows_", rows)
+    newest = _arrow(
+        con,
+        f"SELECT * EXCLUDE (rn) FROM (SELECT *, row_number() OVER (PARTITION BY cluster, "
+        f"topic, partition ORDER BY {NEWEST_FIRST}) AS rn FROM rows_) "
+        "WHERE rn = 1 AND deleted_at IS NULL",
+    )
+    tmp = loc.join(f"{SNAPSHOT_FILE}.tmp-{uuid.uuid4().hex[:8]}")
+    loc.fs.create_dir(loc.join("snapshot"), recursive=True)
+    pq.write_table(newest, tmp, filesystem=loc.fs)
+    loc.fs.move(tmp, loc.join(SNAPSHOT_FILE))
+    loc.write_json(SNAPSHOT_MARK, {"upto_batch": upto_batch})
+    for b in batches:
+        loc.delete_dir(f"{STATE}/batch_id={b}")
+    return int(newest.num_rows)
+
+
+def compact_findings(loc: Location, upto_batch: int, horizon_ms: int) -> int:
+    """Fold the findings batches ``<= upto_batch`` into one file in ``batch_id=<upto>``, each
+    finding once (its first write), without those detected before ``horizon_ms`` (ms) --
+    but keeping the ``open`` of every condition with no ``resolved`` yet. Return the rows
+    kept (-1: nothing to do).
+
+    Safe for a concurrent reader: the folded file appears first (the reader's view takes
+    each id once, its first batch's row), then the folded batches go.
+    """
+    import duckdb
+    import pyarrow.parquet as pq
+
+    batches = [b for b in loc.batches(FINDINGS) if b <= upto_batch]
+    if not batches:
+        return -1
+    folder = f"{FINDINGS}/batch_id={batches[-1]}"
+    before = loc.files(folder)
+    rows = _read_batches(loc, FINDINGS, batches)
+    if rows is None:
+        return -1
+    if "detected_at" not in rows.column_names:
+        import pyarrow as pa
+
+        rows = rows.append_column("detected_at", pa.nulls(rows.num_rows, pa.int64()))
+    con = duckdb.connect()
+    con.register("f_", rows)
+    condition = "cluster, topic, partition, broker, kind, opened_at"
+    columns = ", ".join(f'"{name}"' for name, _ in FINDING_COLUMNS)
+    kept = _arrow(
+        con,
+        f"WITH once AS (SELECT * EXCLUDE (rn) FROM (SELECT *, row_number() OVER (PARTITION BY id "
+        f"ORDER BY batch_id) AS rn FROM f_) WHERE rn = 1), "
+        f"resolved AS (SELECT DISTINCT {condition} FROM once WHERE state = 'resolved') "
+        f'SELECT {columns} FROM once WHERE coalesce(detected_at, "at") >= {int(horizon_ms)} '
+        f"OR (state = 'open' AND ({condition}) NOT IN (SELECT ({condition}) FROM resolved)) "
+        'ORDER BY "at", id',
+    )
+    if len(batches) == 1 and len(before) == 1 and kept.num_rows == rows.num_rows:
+        return int(kept.num_rows)  # one file already, nothing aged out
+    loc.fs.create_dir(loc.join(folder), recursive=True)
+    name = f"part-folded-{uuid.uuid4().hex[:8]}.parquet"
+    tmp = loc.join(FINDINGS, f"_tmp-{name}")
+    pq.write_table(kept, tmp, filesystem=loc.fs)
+    loc.fs.move(tmp, loc.join(folder, name))
+    for b in batches[:-1]:
+        loc.delete_dir(f"{FINDINGS}/batch_id={b}")
+    for path in before:
+        loc.fs.delete_file(path)
+    return int(kept.num_rows)

@@ -17,10 +17,10 @@ import pytest
 
 from monitor.dev.lab.admin import create_topic
 from streaming.job import start
+from tests.scenarios import SCENARIOS
 from tests.streaming.e2e import SHIFT_MS, kafka_config
 from tests.streaming.helpers import renamed
 from tests.streaming.kafka_io import produce_events, publish_times, read_all
-from tests.scenarios import SCENARIOS
 
 pytestmark = [pytest.mark.spark, pytest.mark.lab]
 

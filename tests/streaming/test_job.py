@@ -38,9 +38,9 @@ T_HOUR = 3_600_000
 
 
 def _config(tmp: Path, model: ModelConfig, **kw: Any) -> StreamingConfig:
+    kw.setdefault("store", str(tmp / "store"))
     return StreamingConfig(
         checkpoint=str(tmp / "checkpoint"),
-        store=str(tmp / "store"),
         trigger_seconds=0.5,
         tick_ms=T_HOUR,
         model=model,
@@ -204,3 +204,32 @@ def test_the_spark_ui_is_off_and_cannot_kill(spark: Any) -> None:
     assert spark.sparkContext.uiWebUrl is None
     assert conf.get("spark.ui.enabled") == "false"
     assert conf.get("spark.ui.killEnabled") == "false"
+
+
+def test_a_new_checkpoint_on_an_old_store_writes_newer_batches(spark: Any, tmp_path: Path) -> None:
+    """A job started on a new checkpoint (an upgrade that changes the state) and the old
+    store continues after the store's last batch: its rows are the newest, so the runbook
+    and the exporter read the new job's state, not the old one's (issue 20)."""
+    from monitor.query.store import StoreReader
+    from streaming.storefs import StorePairError
+
+    sc = next(s for s in SCENARIOS if s.name == "under_min_isr_and_recovery")
+    records = renamed(sc.path.read_bytes().splitlines(), sc.name)
+    first = _config(tmp_path / "a", ModelConfig(), store=str(tmp_path / "store"))
+    _, job = _run(spark, tmp_path / "a", split(records, 3), first)
+    job.stop()
+    old_batches = sorted(
+        int(p.name.split("=")[1]) for p in (tmp_path / "store" / "state").iterdir()
+    )
+    second = _config(tmp_path / "b", ModelConfig(), store=str(tmp_path / "store"))
+    _, job = _run(spark, tmp_path / "b", split(records[: len(records) // 2], 2), second)
+    job.stop()
+    batches = sorted(int(p.name.split("=")[1]) for p in (tmp_path / "store" / "state").iterdir())
+    new = [b for b in batches if b not in old_batches]
+    assert new and min(new) == max(old_batches) + 1, (old_batches, batches)
+    # The current state is the second job's (it read half the scenario).
+    [cur] = StoreReader(tmp_path / "store").current()
+    assert cur["batch_id"] in new
+    # And the first checkpoint no longer writes into that store.
+    with pytest.raises(StorePairError):
+        start(spark, first, source=parquet_source(spark, str(tmp_path / "a" / "source")))

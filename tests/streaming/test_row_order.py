@@ -83,7 +83,9 @@ def test_the_store_keeps_the_later_row_of_a_batch(tmp_path: Path) -> None:
     [cur] = StoreReader(root).current()
     assert cur["row_seq"] == 41 and _opens(cur) == []
     assert [r["row_seq"] for r in StoreReader(root).history("orders", 0)] == [40, 41]
-    Compactor(str(root), every=1, history_s=0)(type("B", (), {"batch_id": 8})())
+    compactor = Compactor(str(root), every=1, history_s=0)
+    compactor(type("B", (), {"batch_id": 8})())
+    compactor.wait()
     [cur] = StoreReader(root).current()  # from the snapshot now
     assert cur["row_seq"] == 41 and _opens(cur) == []
 

@@ -33,8 +33,10 @@ def test_compactor_folds_only_old_committed_batches(tmp_path: Path) -> None:
 
     hook = Compactor(str(root), every=4, history_s=3600)
     hook(_Batch(3))  # not a multiple of 4: nothing
+    hook.wait()
     assert hook.compactions == 0 and _folders(root) == [0, 1, 2, 3]
     hook(_Batch(4))
+    hook.wait()
     assert hook.compactions == 1
     assert _folders(root) == [2, 3]  # recent history kept for explain
     after = {(r["topic"], r["partition"]): r for r in StoreReader(root).current()}

@@ -1,0 +1,176 @@
+"""The state store and the checkpoint as file systems: local folders and URIs alike.
+
+Spark writes the store and the checkpoint wherever their locations point (a folder, or a
+Hadoop URI: ``hdfs://``, ``s3a://``, ``file://``). What the job does to them *besides*
+Spark -- pair a checkpoint with its store, keep the bytes of records too large, fold old
+batches, age out findings -- goes through pyarrow's file systems (:class:`Location`), so
+it works the same on every one pyarrow reaches (local, ``file://``, S3, HDFS with
+``libhdfs``, GCS), not by looking for ``://`` in a string. A URI pyarrow cannot open
+(an ``s3a://`` is read as ``s3://``; HDFS without its native library) is reported once
+and skipped: the job runs on, without those chores.
+
+The checkpoint/store pair (:func:`pair`): each micro-batch writes ``batch_id=<n>`` folders,
+and a partition's newest row is the one of the highest batch. A new checkpoint restarts
+batch ids at 0: with an old store, the old rows would win, and the runbook and the
+exporter would show stale state, silently. So a checkpoint records which store it writes
+(an id shared by both) and the offset its batch ids get in that store: a new checkpoint
+on a store that already holds batches continues after the store's last batch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import posixpath
+import re
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+log = logging.getLogger("streaming.store")
+
+_URI = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
+_BATCH = re.compile(r"^batch_id=(\d+)$")
+
+#: The pairing records: in the checkpoint (id and batch offset) and in the store (id).
+CHECKPOINT_PAIR = "monitor-store.json"
+STORE_PAIR = "_monitor_pair.json"
+
+
+class StorePairError(ValueError):
+    """The store belongs to another checkpoint."""
+
+
+@dataclass(frozen=True)
+class Location:
+    """A folder on one of pyarrow's file systems (``fs``) at ``path``, as given (``uri``)."""
+
+    fs: Any
+    path: str
+    uri: str
+
+    @classmethod
+    def of(cls, location: str) -> Location:
+        """The file system of a folder or URI; raises ``OSError``/``ValueError`` when pyarrow
+        cannot open it."""
+        import pyarrow.fs as pafs
+
+        if not _URI.match(location):
+            return cls(pafs.LocalFileSystem(), posixpath.abspath(location), location)
+        uri = re.sub(r"^s3[an]://", "s3://", location)
+        fs, path = pafs.FileSystem.from_uri(uri)
+        return cls(fs, path.rstrip("/"), location)
+
+    @classmethod
+    def maybe(cls, location: str, what: str) -> Location | None:
+        """:meth:`of`, or None (logged) when pyarrow cannot open the location."""
+        try:
+            return cls.of(location)
+        except (OSError, ValueError) as e:
+            first = str(e).splitlines()[0] if str(e) else type(e).__name__
+            log.warning("%s %s: not reachable through pyarrow (%s); skipped", what, location, first)
+            return None
+
+    def join(self, *parts: str) -> str:
+        return posixpath.join(self.path, *parts)
+
+    def exists(self, rel: str = "") -> bool:
+        import pyarrow.fs as pafs
+
+        info = self.fs.get_file_info(self.join(rel) if rel else self.path)
+        return bool(info.type != pafs.FileType.NotFound)
+
+    def batches(self, sub: str) -> list[int]:
+        """The batch ids of ``<sub>/batch_id=<n>`` folders, ascending."""
+        import pyarrow.fs as pafs
+
+        sel = pafs.FileSelector(self.join(sub), allow_not_found=True)
+        ids = []
+        for info in self.fs.get_file_info(sel):
+            m = _BATCH.match(info.base_name)
+            if m and info.type == pafs.FileType.Directory:
+                ids.append(int(m.group(1)))
+        return sorted(ids)
+
+    def files(self, rel: str, suffix: str = ".parquet") -> list[str]:
+        """Full paths of the files ending in ``suffix`` directly in ``rel``."""
+        import pyarrow.fs as pafs
+
+        sel = pafs.FileSelector(self.join(rel), allow_not_found=True)
+        return sorted(
+            i.path
+            for i in self.fs.get_file_info(sel)
+            if i.type == pafs.FileType.File and i.base_name.endswith(suffix)
+        )
+
+    def read_json(self, rel: str) -> Any:
+        """The JSON file's content, or None when absent; ValueError when unreadable."""
+        if not self.exists(rel):
+            return None
+        with self.fs.open_input_stream(self.join(rel)) as f:
+            return json.loads(f.read().decode())
+
+    def write_json(self, rel: str, value: Any) -> None:
+        """Written whole: to a temporary name, then moved over the old (atomic where the file
+        system renames atomically; object stores copy)."""
+        self.fs.create_dir(posixpath.dirname(self.join(rel)), recursive=True)
+        tmp = self.join(f"{rel}.tmp-{uuid.uuid4().hex[:8]}")
+        with self.fs.open_output_stream(tmp) as f:
+            f.write((json.dumps(value) + "\n").encode())
+        self.fs.move(tmp, self.join(rel))
+
+    def delete_dir(self, rel: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self.fs.delete_dir(self.join(rel))
+
+
+def pair(checkpoint: str, store: str) -> int:
+    """Pair the checkpoint with the store; return the offset the job adds to its batch ids
+    in the store (0 unless a new checkpoint was started on a store that has batches).
+
+    * a checkpoint paired with this store: its offset;
+    * a store paired with another checkpoint: :class:`StorePairError` (the job refuses);
+    * a new checkpoint on a store with batches: continue after the store's last batch, so
+      the new rows are the newest (the store's older history stays readable);
+    * a checkpoint (or store) from before the pairing: paired as it is, offset 0.
+
+    Locations pyarrow cannot open are not paired (logged): offset 0, as before.
+    """
+    ck = Location.maybe(checkpoint, "checkpoint")
+    st = Location.maybe(store, "store")
+    if ck is None or st is None:
+        return 0
+    have = ck.read_json(CHECKPOINT_PAIR)
+    theirs = st.read_json(STORE_PAIR)
+    store_pair = theirs.get("pair") if isinstance(theirs, dict) else None
+    if isinstance(have, dict) and isinstance(have.get("pair"), str):
+        offset = int(have.get("batch_offset", 0))
+        if store_pair not in (None, have["pair"]):
+            raise StorePairError(
+                f"store {store} is paired with another checkpoint ({store_pair}; checkpoint "
+                f"{checkpoint} is paired with {have['pair']}): give each job its own --store, "
+                "or start this one on the store's own --checkpoint"
+            )
+        if store_pair is None:
+            st.write_json(STORE_PAIR, {"pair": have["pair"]})
+        return offset
+    started = bool(ck.files("offsets", ""))  # Spark's offset log: a file per batch
+    if started and store_pair is not None:
+        raise StorePairError(
+            f"store {store} is paired with another checkpoint ({store_pair}) and checkpoint "
+            f"{checkpoint} has batches of its own: give each job its own --store"
+        )
+    offset = 0
+    if not started:
+        last = max([-1, *st.batches("state"), *st.batches("findings")])
+        offset = last + 1
+    new = {"pair": uuid.uuid4().hex, "batch_offset": offset}
+    ck.write_json(CHECKPOINT_PAIR, new)
+    st.write_json(STORE_PAIR, {"pair": new["pair"]})
+    if offset:
+        log.info(
+            "store %s holds batches up to %d: the new checkpoint %s writes from batch %d on",
+            store, offset - 1, checkpoint, offset,
+        )  # fmt: skip
+    return offset
