@@ -36,6 +36,13 @@ def _value(text: str, name: str) -> float:
     return float(_series(text, name)[0].split()[1])
 
 
+DETECTED = "kafka_replication_finding_last_detected_timestamp_seconds"
+
+
+def _by_labels(text: str, name: str) -> dict[str, float]:
+    return {ln.rsplit(" ", 1)[0]: float(ln.rsplit(" ", 1)[1]) for ln in _series(text, name)}
+
+
 def test_batches_feed_metrics_and_a_restarted_exporter_is_seeded(
     spark: Any, tmp_path: Path
 ) -> None:
@@ -89,8 +96,16 @@ def test_batches_feed_metrics_and_a_restarted_exporter_is_seeded(
     for name in (
         "kafka_replication_finding_last_event_timestamp_seconds",
         "kafka_replication_partition_high_watermark",
+        # the counters, seeded from the store: a restart is no counter reset
+        "kafka_replication_finding_events_total",
+        "kafka_replication_committed_offsets_lost_total",
     ):
         assert sorted(_series(again, name)) == sorted(_series(text, name)), name
+    # The one-off findings keep the detection time the job stored with them (written just
+    # before the live hook saw them), not the restart's: nothing pages again.
+    live_d, seeded_d = _by_labels(text, DETECTED), _by_labels(again, DETECTED)
+    assert live_d and set(seeded_d) == set(live_d)
+    assert all(seeded_d[k] <= live_d[k] for k in live_d), (seeded_d, live_d)
 
 
 def test_a_failing_snapshot_never_fails_the_batch(tmp_path: Path) -> None:

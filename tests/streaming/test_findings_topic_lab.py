@@ -35,9 +35,7 @@ NAMES = [
 ]
 
 
-def test_open_before_resolve_in_every_partition(
-    spark: Any, kafka_lab: Any, tmp_path: Path
-) -> None:
+def test_open_before_resolve_in_every_partition(spark: Any, kafka_lab: Any, tmp_path: Path) -> None:
     boot = kafka_lab.bootstrap_servers
     topics = {r: f"{r}-subject-{tmp_path.name[-12:]}" for r in ("events", "findings", "deadletter")}
     for role, name in topics.items():
