@@ -236,11 +236,13 @@ def _pom_file() -> Path:
     return pom
 
 
-def _run_maven(jar_set: JarSet, version: str, out_dir: Path) -> tuple[int, str]:
-    """Run ``copy-dependencies`` for one profile, echoing Maven's progress; return (rc, output)."""
-    cmd = [
+def maven_command(jar_set: JarSet, version: str, out_dir: Path) -> list[str]:
+    """The ``mvn`` command resolving one jar set. ``--strict-checksums``: an artifact whose
+    checksum does not match the repository's fails the build (Maven's default only warns)."""
+    return [
         "mvn",
         "-B",
+        "--strict-checksums",
         "-Dstyle.color=never",
         "-f",
         str(_pom_file()),
@@ -252,6 +254,11 @@ def _run_maven(jar_set: JarSet, version: str, out_dir: Path) -> tuple[int, str]:
         f"-DoutputDirectory={out_dir}",
         "-DincludeScope=runtime",
     ]
+
+
+def _run_maven(jar_set: JarSet, version: str, out_dir: Path) -> tuple[int, str]:
+    """Run ``copy-dependencies`` for one profile, echoing Maven's progress; return (rc, output)."""
+    cmd = maven_command(jar_set, version, out_dir)
     print(f"[lab jars] resolving {jar_set.value} {version}: {' '.join(cmd)}", flush=True)
     proc = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1

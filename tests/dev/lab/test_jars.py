@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 
 from monitor import jars
@@ -51,3 +54,50 @@ def test_kafka_3_resolves_with_a_log4j_1_backend_and_zookeeper() -> None:
     assert {"reload4j-1.2.25.jar", "slf4j-reload4j-1.7.36.jar"} <= names
     assert any(n.startswith("zookeeper-3.") for n in names)
     assert not any(n.startswith("log4j-slf4j2-impl") for n in names)
+
+
+def test_maven_refuses_an_artifact_whose_checksum_does_not_match(tmp_path: Path) -> None:
+    """Jars are resolved with ``--strict-checksums`` (issue 20): Maven's default only warns
+    on a mismatch. Shown with the real ``mvn`` on a repository (a folder) serving a jar
+    whose SHA-1 file does not match it: refused with the flag, taken without."""
+    import hashlib
+    import subprocess
+
+    repo = tmp_path / "repo" / "test" / "tampered" / "tampered" / "1.0"
+    repo.mkdir(parents=True)
+    jar = repo / "tampered-1.0.jar"
+    jar.write_bytes(b"PK\x05\x06" + b"\x00" * 18)  # an empty zip
+    pom = repo / "tampered-1.0.pom"
+    pom.write_text(
+        '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
+        "<groupId>test.tampered</groupId><artifactId>tampered</artifactId>"
+        "<version>1.0</version></project>"
+    )
+    (repo / "tampered-1.0.pom.sha1").write_text(hashlib.sha1(pom.read_bytes()).hexdigest())
+    (repo / "tampered-1.0.jar.sha1").write_text("0" * 40)  # not the jar's
+
+    strict = [
+        a
+        for a in jars.maven_command(jars.JarSet.KAFKA, "4.1.2", tmp_path)
+        if a == "--strict-checksums"
+    ]
+    assert strict, "jars are resolved with --strict-checksums"
+
+    cached = jars.maven_repo() / "test" / "tampered"  # the plugins are in that repository
+
+    def get(*flags: str) -> subprocess.CompletedProcess[str]:
+        shutil.rmtree(cached, ignore_errors=True)
+        try:
+            return subprocess.run(
+                ["mvn", "-B", *flags, f"-Dmaven.repo.local={jars.maven_repo()}",
+                 "dependency:get", "-Dartifact=test.tampered:tampered:1.0",
+                 f"-DremoteRepositories=tampered::default::file://{tmp_path / 'repo'}"],
+                capture_output=True, text=True, timeout=300,
+            )  # fmt: skip
+        finally:
+            shutil.rmtree(cached, ignore_errors=True)
+
+    refused = get(*strict)
+    assert refused.returncode != 0 and "checksum" in refused.stdout.lower(), refused.stdout[-2000:]
+    taken = get()
+    assert taken.returncode == 0, taken.stdout[-2000:]
