@@ -53,8 +53,8 @@ def describe_error(url: str, exc: BaseException) -> str:
 
     if isinstance(exc, GrafanaUnauthorizedError):
         return (
-            f"Grafana at {url} rejected the credentials (401 Unauthorized): check --token, "
-            "or --user/--password"
+            f"Grafana at {url} rejected the credentials (401 Unauthorized): check the token "
+            "($GRAFANA_TOKEN, --token-file), or --user and its password"
         )
     if isinstance(exc, GrafanaTimeoutError):
         return f"Grafana at {url} did not answer in time: {exc.message}"
@@ -200,17 +200,23 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="create/update the datasource, folder and dashboards in a Grafana (HTTP API)",
     )
     u.add_argument("--url", required=True, help="Grafana's base URL, e.g. http://127.0.0.1:3000")
+    # Secrets never as flags (a flag shows in `ps` and in shell history): from the
+    # environment or a file.
     u.add_argument(
-        "--token",
-        default=os.environ.get("GRAFANA_TOKEN"),
-        help="service account token (default: $GRAFANA_TOKEN)",
+        "--token-file",
+        type=Path,
+        help="file holding the service account token (default: $GRAFANA_TOKEN)",
     )
     u.add_argument("--user", help="basic auth user (instead of a token)")
     u.add_argument(
-        "--password",
-        default=os.environ.get("GRAFANA_PASSWORD"),
-        help="basic auth password (default: $GRAFANA_PASSWORD)",
+        "--password-file",
+        type=Path,
+        help="file holding the basic auth password (default: $GRAFANA_PASSWORD)",
     )
+    u.add_argument("--token", dest="secret_flag", action="store_const", const="--token",
+                   help=argparse.SUPPRESS)  # fmt: skip
+    u.add_argument("--password", dest="secret_flag", action="store_const", const="--password",
+                   help=argparse.SUPPRESS)  # fmt: skip
     u.add_argument("--folder", default=DEFAULT_FOLDER, help=f"folder title ({DEFAULT_FOLDER!r})")
     u.add_argument(
         "--prometheus-url",
@@ -232,15 +238,41 @@ def _generate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _secret(path: Path | None, env: str) -> str | None:
+    """A secret from its file (one line; the trailing newline dropped), else ``$env``."""
+    if path is not None:
+        return path.read_text().rstrip("\n")
+    return os.environ.get(env) or None
+
+
 def _push(args: argparse.Namespace) -> int:
+    if args.secret_flag:
+        flag = args.secret_flag
+        print(
+            f"monitor dashboards push: {flag} takes no value on the command line (it would "
+            f"show in ps and the shell's history): set $GRAFANA_{flag[2:].upper()} or use "
+            f"{flag}-file FILE",
+            file=sys.stderr,
+        )
+        return 64  # monitor.cli.EXIT_USAGE
     credential: str | tuple[str, str] | None
+    try:
+        token = _secret(args.token_file, "GRAFANA_TOKEN")
+        password = _secret(args.password_file, "GRAFANA_PASSWORD")
+    except OSError as e:
+        print(f"monitor dashboards push: cannot read the secret: {e}", file=sys.stderr)
+        return 66  # EX_NOINPUT
     if args.user:
-        if not args.password:
-            print("monitor dashboards push: --user needs --password", file=sys.stderr)
+        if not password:
+            print(
+                "monitor dashboards push: --user needs a password ($GRAFANA_PASSWORD or "
+                "--password-file)",
+                file=sys.stderr,
+            )
             return 64  # monitor.cli.EXIT_USAGE
-        credential = (args.user, args.password)
-    elif args.token:
-        credential = args.token
+        credential = (args.user, password)
+    elif token:
+        credential = token
     else:
         credential = None  # anonymous: only for a Grafana with anonymous Editor access
     try:

@@ -26,9 +26,14 @@ from monitor.dev.processes.prom import free_port
 from monitor.exporter import MetricsServer, Snapshot
 
 
+@pytest.fixture(autouse=True)
+def _token(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GRAFANA_TOKEN", "t")
+
+
 def test_unreachable_grafana_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
     url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
-    assert main(["dashboards", "push", "--url", url, "--token", "t", "--timeout", "3"]) == 2
+    assert main(["dashboards", "push", "--url", url, "--timeout", "3"]) == 2
     err = capsys.readouterr().err
     assert f"cannot reach Grafana at {url}" in err
     assert "Connection refused" in err
@@ -43,7 +48,7 @@ def test_a_server_that_is_not_grafana_is_a_clear_error(
     server.start()
     try:
         url = f"http://127.0.0.1:{port}"
-        assert main(["dashboards", "push", "--url", url, "--token", "t"]) == 2
+        assert main(["dashboards", "push", "--url", url]) == 2
     finally:
         server.stop()
     err = capsys.readouterr().err
@@ -55,14 +60,43 @@ def test_user_needs_a_password(
 ) -> None:
     monkeypatch.delenv("GRAFANA_PASSWORD", raising=False)
     assert main(["dashboards", "push", "--url", "http://127.0.0.1:1", "--user", "admin"]) == 64
-    assert "--user needs --password" in capsys.readouterr().err
+    assert "--user needs a password ($GRAFANA_PASSWORD or --password-file)" in (
+        capsys.readouterr().err
+    )
+
+
+@pytest.mark.parametrize("flag", ["--token", "--password"])
+def test_secrets_are_never_taken_as_flags(capsys: pytest.CaptureFixture[str], flag: str) -> None:
+    """A secret given as a flag would show in ``ps`` and the shell's history (issue 20)."""
+    argv = ["dashboards", "push", "--url", "http://127.0.0.1:1", flag]
+    assert main(argv) == 64
+    err = capsys.readouterr().err
+    assert f"{flag} takes no value on the command line" in err
+    assert f"$GRAFANA_{flag[2:].upper()}" in err and f"{flag}-file" in err
+
+
+def test_a_secret_is_read_from_its_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from monitor.commands.dashboards import _secret
+
+    monkeypatch.setenv("GRAFANA_TOKEN", "from-env")
+    (tmp_path / "token").write_text("from-file\n")
+    assert _secret(tmp_path / "token", "GRAFANA_TOKEN") == "from-file"
+    assert _secret(None, "GRAFANA_TOKEN") == "from-env"
+    missing = tmp_path / "absent"
+    assert (
+        main(["dashboards", "push", "--url", "http://127.0.0.1:1", "--token-file", str(missing)])
+        == 66
+    )
+    assert "cannot read the secret" in capsys.readouterr().err
 
 
 def test_grafana_error_answers_are_one_clear_line() -> None:
     url = "http://grafana.example:3000"
     msg = describe_error(url, GrafanaUnauthorizedError({"message": "invalid API key"}))
     assert msg.startswith(f"Grafana at {url} rejected the credentials (401")
-    assert "--token" in msg
+    assert "GRAFANA_TOKEN" in msg
     msg = describe_error(url, GrafanaClientError(403, {}, "Client Error 403: Permission denied"))
     assert "403 Forbidden" in msg and "Editor" in msg and url in msg
     msg = describe_error(url, GrafanaServerError(500, {}, "Server Error 500: boom"))
