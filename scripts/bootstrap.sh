@@ -33,7 +33,9 @@ stamp=.venv/.installed-$(sha1sum requirements.lock pyproject.toml | sha1sum | cu
 if [ ! -f "$stamp" ]; then
   step "installing pinned dependencies (requirements.lock) and the package"
   .venv/bin/pip install --disable-pip-version-check --progress-bar off -q --upgrade pip
-  .venv/bin/pip install --disable-pip-version-check --progress-bar off -r requirements.lock
+  # --require-hashes: every file must match the lock's hashes (scripts/lock.py writes them).
+  .venv/bin/pip install --disable-pip-version-check --progress-bar off --require-hashes \
+    -r requirements.lock
   .venv/bin/pip install --disable-pip-version-check -q --no-deps -e .
   rm -f .venv/.installed-*
   touch "$stamp"

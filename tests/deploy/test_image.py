@@ -35,6 +35,14 @@ pytestmark = [
 ]
 
 
+
+def _lock_pins() -> list[tuple[str, str]]:
+    """requirements.lock's ``(name, version)`` pins (its hash lines left out)."""
+    import re
+
+    text = (ROOT / "requirements.lock").read_text()
+    return re.findall(r"^([A-Za-z0-9_.-]+)==(\S+)", text, flags=re.M)
+
 def _script(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [str(SCRIPT), *args], capture_output=True, text=True, timeout=timeout, check=False
@@ -100,11 +108,7 @@ def test_one_image_for_both_commands(image: dict[str, object]) -> None:
 
 
 def test_spark_on_java_17(image: dict[str, object]) -> None:
-    lock = dict(
-        line.split("==", 1)
-        for line in (ROOT / "requirements.lock").read_text().split()
-        if "==" in line
-    )
+    lock = dict(_lock_pins())
     pyspark = _ok("python", "-c", "import pyspark; print(pyspark.__version__)")
     assert pyspark.strip() == lock["pyspark"]
     java = _ok("java", "-version")
@@ -171,13 +175,7 @@ def test_settings_listen_on_every_address_and_nothing_unpinned(
         "0.0.0.0", 9478, [KAFKA_JARS], [], "/var/lib/monitor/checkpoint", "/var/lib/monitor/store",
     ]  # fmt: skip
     # Every installed distribution is the lock's version (but the project's own).
-    lock = {
-        _norm(name): version
-        for name, _, version in (
-            line.partition("==") for line in (ROOT / "requirements.lock").read_text().split()
-        )
-        if version
-    }
+    lock = {_norm(name): version for name, version in _lock_pins()}
     dists = {_norm(n): v for n, v in out["dists"].items()}
     assert dists.pop("kafka-replication-monitor")
     unpinned = {n: v for n, v in dists.items() if lock.get(n) != v}

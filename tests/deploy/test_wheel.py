@@ -57,8 +57,15 @@ class Venv:
         return proc.stdout
 
     def pip_install(self, *requirements: str) -> None:
-        self.ok("pip", "install", "--disable-pip-version-check", "-q", "-c",
-                str(REPO / "requirements.lock"), *requirements, timeout=900)  # fmt: skip
+        """Install with every dependency verified by the lock's hashes (scripts/pip_locked.py,
+        as the image and the systemd guide do)."""
+        proc = subprocess.run(
+            [sys.executable, str(REPO / "scripts" / "pip_locked.py"),
+             "--pip", f"{self.root / 'bin' / 'pip'} --disable-pip-version-check",
+             *requirements],
+            cwd=self.work, env=self.env, capture_output=True, text=True, timeout=900,
+        )  # fmt: skip
+        assert proc.returncode == 0, f"pip_locked exited {proc.returncode}:\n{proc.stderr[-3000:]}"
 
 
 @pytest.fixture(scope="module")
