@@ -91,6 +91,10 @@ class JobCounters:
     #: and batches where keeping them failed (the dead letters went out all the same).
     kept_too_large: int = 0
     kept_failures: int = 0
+    #: Offsets of the events topic the query passed without reading a record there: data
+    #: deleted by retention before the job read it (``failOnDataLoss=false`` skips it
+    #: without failing), or transaction markers (:func:`skipped_offsets`).
+    skipped_offsets: int = 0
     findings: int = 0
     states: int = 0
     state_bytes: int = 0
@@ -104,6 +108,71 @@ class JobCounters:
 
 
 # --- the DataFrame pipeline --------------------------------------------------------------------
+
+
+def skipped_offsets(progress: dict[str, Any]) -> int:
+    """Offsets a micro-batch moved past without reading a record there: Σ over its Kafka
+    sources of (end - start offsets) minus the records read. The job reads with
+    ``failOnDataLoss=false`` (a gap the events topic's retention already deleted must not
+    stop the monitor), so this is where such a gap is counted, never silently lost. A
+    topic written in transactions would add its markers (the collector's producer writes
+    none). A source with no start yet (the first batch: from ``earliest``) counts nothing.
+
+    >>> skipped_offsets({"sources": [{"startOffset": '{"t":{"0":10,"1":5}}',
+    ...     "endOffset": '{"t":{"0":20,"1":9}}', "numInputRows": 11}]})
+    3
+    >>> skipped_offsets({"sources": [{"startOffset": None, "endOffset": '{"t":{"0":9}}',
+    ...     "numInputRows": 9}]})
+    0
+    """
+    total = 0
+    for src in progress.get("sources") or []:
+        start, end = _offsets(src.get("startOffset")), _offsets(src.get("endOffset"))
+        if not isinstance(start, dict) or not isinstance(end, dict):
+            continue
+        moved = 0
+        for topic, parts in end.items():
+            for part, hi in parts.items():
+                lo = start.get(topic, {}).get(part)
+                if isinstance(lo, int) and isinstance(hi, int) and hi > lo >= 0:
+                    moved += hi - lo
+        total += max(0, moved - int(src.get("numInputRows") or 0))
+    return total
+
+
+class _SkipCounter:
+    """A StreamingQueryListener counting :func:`skipped_offsets` into the job's counters."""
+
+    def __init__(self, counters: JobCounters, query_id: Callable[[], str | None]) -> None:
+        self.counters = counters
+        self.query_id = query_id
+
+    def listener(self) -> Any:
+        from pyspark.sql.streaming.listener import StreamingQueryListener
+
+        outer = self
+
+        class Listener(StreamingQueryListener):
+            def onQueryStarted(self, event: Any) -> None:
+                pass
+
+            def onQueryProgress(self, event: Any) -> None:
+                p = json.loads(event.progress.json)
+                if p.get("id") != outer.query_id():
+                    return
+                n = skipped_offsets(p)
+                if n:
+                    log.warning("the events topic moved %d offsets past without records", n)
+                    with outer.counters.lock:
+                        outer.counters.skipped_offsets += n
+
+            def onQueryIdle(self, event: Any) -> None:
+                pass
+
+            def onQueryTerminated(self, event: Any) -> None:
+                pass
+
+        return Listener()
 
 
 def kafka_source(spark: Any, cfg: StreamingConfig) -> Any:
@@ -526,9 +595,15 @@ class RunningJob:
     query: Any
     counters: JobCounters
     sinks: Sinks
+    #: The skipped-offsets listener and the session it is registered with.
+    listener: Any = None
+    spark: Any = None
 
     def stop(self) -> None:
         self.query.stop()
+        if self.listener is not None and self.spark is not None:
+            self.spark.streams.removeListener(self.listener)
+            self.listener = None
 
     def drain(self, timeout_s: float = 3600.0, poll_s: float = 0.5) -> None:
         """Wait until the source has nothing left that this query has not processed.
@@ -586,8 +661,12 @@ def start(
         writer = writer.queryName(query_name)
     if cfg.trigger_seconds > 0:
         writer = writer.trigger(processingTime=f"{int(cfg.trigger_seconds * 1000)} milliseconds")
+    ids: list[str] = []
+    listener = _SkipCounter(sinks.counters, lambda: ids[0] if ids else None).listener()
+    spark.streams.addListener(listener)
     query = writer.start()
-    return RunningJob(query, sinks.counters, sinks)
+    ids.append(str(query.id))
+    return RunningJob(query, sinks.counters, sinks, listener, spark)
 
 
 #: How state keys are laid out (see ``operator.bucket_keys``); recorded in the checkpoint.
