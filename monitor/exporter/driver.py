@@ -27,12 +27,14 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Protocol
+from urllib.parse import unquote, urlparse
 
 from monitor.contract.state import BrokerView, OpenFinding, PartitionView
-from monitor.exporter.collector import PerPartition
+from monitor.contract.store import STORE_PAIR
+from monitor.exporter.collector import DEFAULT_MAX_PARTITIONS, PerPartition
 from monitor.exporter.server import MetricsServer
 from monitor.exporter.snapshot import Snapshot
 from monitor.model import Finding, FindingKind, FindingState
@@ -75,7 +77,17 @@ def apply_global_conditions(snap: Snapshot, findings: Iterable[Finding]) -> None
 
 
 class SnapshotHook:
-    """A driver hook for the Spark job: ``job.start(..., hooks=[SnapshotHook(snapshot)])``."""
+    """A driver hook for the Spark job: ``job.start(..., hooks=[SnapshotHook(snapshot)])``.
+
+    The batch's one-off findings are detected now (the snapshot's clock: the driver's wall
+    clock), or at the batch's ``detected_at`` (ms) when it carries the time the job stored
+    with them. A batch the counters already counted (its id at or below
+    ``snapshot.counted_batch``: Spark reruns a batch after a crash between the store write
+    and the checkpoint; the restarted exporter was seeded from that store) adds nothing to
+    them, and a finding already shown keeps its detection time: a replay changes no counter
+    and pages nothing twice. The views and conditions are applied all the same (the same
+    rows again).
+    """
 
     def __init__(self, snapshot: Snapshot) -> None:
         self.snapshot = snapshot
@@ -89,17 +101,24 @@ class SnapshotHook:
         views = [PartitionView.from_row(r) for r in rows]
         findings = [Finding.from_dict(d) for d in batch.findings]
         snap = self.snapshot
+        now_ms = snap.now_ms()
+        # The time the job stored with the batch's findings, when it hands it over (then a
+        # restarted exporter, seeded from the store, shows the very same); else now.
+        stored = getattr(batch, "detected_at", None)
+        detected = now_ms if stored is None else min(int(stored), now_ms)
+        fresh = snap.is_new_batch(batch.batch_id)
         snap.update_partitions(views)
-        snap.record_findings(findings)
+        snap.record_findings(findings, detected, count=fresh)
         apply_global_conditions(snap, findings)
         with snap.lock:
             h = snap.health
-            now_ms = int(time.time() * 1000)
             for v in views:
                 h.saw(v.cluster, v.updated_at, now_ms)
-            h.events_processed += int(batch.stats.get("accepted", 0))
-            h.events_dead_lettered += int(batch.stats.get("dead_lettered", 0))
-            h.last_batch_at = time.time()
+            if fresh:
+                h.events_processed += int(batch.stats.get("accepted", 0))
+                h.events_dead_lettered += int(batch.stats.get("dead_lettered", 0))
+                snap.counted_batch = max(snap.counted_batch, batch.batch_id)
+            h.last_batch_at = now_ms / 1000
 
 
 # --- the exporter of a running job ----------------------------------------------------------
@@ -151,11 +170,18 @@ class JobExporter:
         per_partition: PerPartition = "findings",
         event_retention_s: float = 86_400.0,
         max_stamp_ahead_ms: int | None = None,
+        max_partitions: int = DEFAULT_MAX_PARTITIONS,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.store = store
-        self.snapshot = Snapshot(event_retention_s, max_stamp_ahead_ms)
+        self.snapshot = Snapshot(event_retention_s, max_stamp_ahead_ms, clock)
         self.server = MetricsServer(
-            self.snapshot, host=host, port=port, per_partition=per_partition
+            self.snapshot,
+            host=host,
+            port=port,
+            per_partition=per_partition,
+            max_partitions=max_partitions,
+            clock=clock,
         )
         self._hook = SnapshotHook(self.snapshot)
         # SnapshotHook marks the engine running; here the query does not exist yet: until
@@ -180,15 +206,29 @@ class JobExporter:
         self.server.stop()
 
     def seed(self) -> int:
-        """Load the store's latest partition rows and findings; returns partitions loaded."""
-        if "://" in self.store or not Path(self.store).exists():
+        """Load the store's latest partition rows and findings; returns partitions loaded.
+
+        One-off findings keep their stored detection times (the event time for rows
+        written before the store kept them: never now, which would page every old loss
+        again); the counters count every stored finding once, and every stored batch
+        counts as counted (a replay of the newest adds nothing).
+
+        A local folder or a ``file://`` URI is read. Other remote stores (``s3a://``,
+        ``hdfs://``) are not: the snapshot is filled by the first batches, the counters
+        restart from 0 (Prometheus reads that as a counter reset) and a replayed batch is
+        counted as new.
+        """
+        root = _local_path(self.store)
+        if root is None or not root.exists():
             return 0  # remote stores: the first batches fill the snapshot
+        self._history_before(_paired_since(root))
         try:
-            reader = StoreReader(self.store)
+            reader = StoreReader(root)
             views = (
                 [PartitionView.from_row(r) for r in reader.current()] if reader.has_state else []
             )
-            found = reader.all_findings()
+            found = reader.all_findings_detected()
+            upto = reader.last_findings_batch()
         except StoreError:
             return 0  # nothing written yet
         except Exception as e:  # a damaged store must not stop the job
@@ -196,26 +236,37 @@ class JobExporter:
             return 0
         snap = self.snapshot
         snap.update_partitions(views)
-        found.sort(key=lambda f: f.at)
-        snap.record_findings(found)
-        apply_global_conditions(snap, found)
+        now_ms = snap.now_ms()
+        snap.seed_findings(found, upto, now_ms, store_has_state=bool(views))
+        self._history_before(_paired_since(root))
+        conditions = sorted((f for f, _ in found), key=lambda f: f.at)
+        apply_global_conditions(snap, conditions)
         with snap.lock:
-            now_ms = int(time.time() * 1000)
             for v in views:
                 snap.health.saw(v.cluster, v.updated_at, now_ms)
         log.info(
-            "exporter: seeded %d partitions, %d findings from %s",
+            "exporter: seeded %d partitions, %d findings (batches up to %d) from %s",
             len(views),
             len(found),
+            upto,
             self.store,
         )
         return len(views)
+
+    def _history_before(self, since_ms: int) -> None:
+        """Events before ``since_ms`` -- when the checkpoint now writing the store began --
+        are history the job replays from the events topic (:data:`STORE_PAIR`): the memory
+        begins no earlier."""
+        if since_ms > 0:
+            snap = self.snapshot
+            with snap.lock:
+                snap.memory_since_ms = max(snap.memory_since_ms or 0, since_ms)
 
     def hook(self, batch: BatchLike) -> None:
         """The driver hook: never lets an exporter problem fail the batch."""
         try:
             self._hook(batch)
-            self.snapshot.expire(int(time.time() * 1000))
+            self.snapshot.expire(self.snapshot.now_ms())
         except Exception as e:
             if _interrupted(e):
                 # The query is stopping mid-batch: the batch is not committed and runs again
@@ -225,8 +276,15 @@ class JobExporter:
             self.hook_errors += 1
             log.exception("exporter: batch %s not applied to /metrics", batch.batch_id)
 
-    def watch(self, query: Any, every_s: float = 2.0) -> None:
-        """Keep ``running`` and the input lag current from the query (a daemon thread)."""
+    def watch(
+        self,
+        query: Any,
+        every_s: float = 2.0,
+        tallies: Callable[[], dict[str, int]] | None = None,
+    ) -> None:
+        """Keep ``running`` and the input lag current from the query (a daemon thread), and
+        the job's own tallies (``tallies()``: :class:`Health` field -> value, e.g.
+        ``offsets_skipped``) with them."""
 
         def loop() -> None:
             while not self._stop.wait(every_s):
@@ -235,12 +293,38 @@ class JobExporter:
                     lag = input_lag(query.lastProgress)
                 except Exception:  # the JVM is going away
                     active, lag = False, -1
+                counts = tallies() if tallies is not None else {}
                 with self.snapshot.lock:
                     self.snapshot.health.running = active
                     self.snapshot.health.input_lag_records = lag
+                    for name, value in counts.items():
+                        setattr(self.snapshot.health, name, value)
 
         self._thread = threading.Thread(target=loop, name="exporter-watch", daemon=True)
         self._thread.start()
+
+
+def _paired_since(root: Path) -> int:
+    """When the checkpoint writing the store at ``root`` began (ms; 0: not known)."""
+    try:
+        record = json.loads((root / STORE_PAIR).read_text())
+        return int(record.get("since") or 0) if isinstance(record, dict) else 0
+    except (OSError, ValueError, TypeError):
+        return 0
+
+
+def _local_path(store: str) -> Path | None:
+    """The folder of a local store (a path, or a ``file:`` URI); None for a remote one.
+
+    >>> _local_path("file:///var/lib/store"), _local_path("file:/var/lib/store")
+    (PosixPath('/var/lib/store'), PosixPath('/var/lib/store'))
+    >>> _local_path("s3a://bucket/store"), _local_path("store")
+    (None, PosixPath('store'))
+    """
+    parsed = urlparse(store)
+    if parsed.scheme == "file":
+        return Path(unquote(parsed.path)) if parsed.netloc in ("", "localhost") else None
+    return None if "://" in store else Path(store)
 
 
 def _interrupted(error: BaseException) -> bool:

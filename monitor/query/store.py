@@ -324,6 +324,23 @@ class StoreReader:
         rows = self.query('SELECT * FROM findings ORDER BY "at", id')
         return [Finding.from_dict(r) for r in rows]
 
+    def all_findings_detected(self) -> list[tuple[Finding, int | None]]:
+        """Every finding with when the job detected it (``detected_at``, ms; None for rows
+        written before the store kept it), oldest first (the exporter's seed)."""
+        rows = self.query('SELECT * FROM findings ORDER BY "at", id')
+        return [(Finding.from_dict(r), r.get("detected_at")) for r in rows]
+
+    def last_findings_batch(self) -> int:
+        """The newest batch id with stored findings (-1: none). A batch's findings folder
+        is complete once it exists (``streaming.store.write_findings_locally``)."""
+        ids = []
+        for p in (self.root / FINDINGS).glob("batch_id=*"):
+            try:
+                ids.append(int(p.name.split("=", 1)[1]))
+            except ValueError:
+                continue
+        return max(ids, default=-1)
+
     def last_write(self) -> tuple[int, float] | None:
         """(newest batch id, when its folder was written, Unix s) — the job's heartbeat."""
         best: tuple[int, float] | None = None

@@ -20,6 +20,7 @@ from monitor.assets.rules import (
     alert_name,
     render,
 )
+from monitor.exporter.collector import EVENT_WINDOW_S
 from monitor.query.sources import MONITOR_ALERT_KINDS
 from tests.deploy.rulefiles import (
     Rule,
@@ -65,6 +66,11 @@ MONITOR_ALERTS = MONITOR_ALERT_KINDS
 #: Alerts on one witness of a finding kind, by alert name -> the kind (their ``kind``
 #: label): the controller's counter says "unclean election" without a partition.
 WITNESS_ALERTS = {"unclean_election_counted": "unclean_election"}
+
+#: Roll-up alerts, by alert name -> the series they count: the partitions past the
+#: exporter's per-partition limit. Their ``kind`` is the series' own (the finding kind), so
+#: the rule sets none.
+ROLLUP_ALERTS = {"partitions_capped": "kafka_replication_partitions_capped"}
 
 SEVERITIES = {"critical", "warning", "info"}
 
@@ -246,7 +252,7 @@ def test_every_alertable_finding_kind_has_an_alert(alerts: list[Rule]) -> None:
     assert not both, f"kinds both alerted and in NOT_ALERTED: {both}"
     for kind in NOT_ALERTED:
         assert kinds[kind] == "info", f"{kind} is {kinds[kind]} in findings.md: alert on it"
-    unknown = names - set(kinds) - MONITOR_ALERTS - set(WITNESS_ALERTS)
+    unknown = names - set(kinds) - MONITOR_ALERTS - set(WITNESS_ALERTS) - set(ROLLUP_ALERTS)
     assert set(WITNESS_ALERTS.values()) <= set(kinds)
     assert not unknown, f"alerts that are neither finding kinds nor monitor alerts: {unknown}"
 
@@ -257,7 +263,10 @@ def test_every_alert_has_severity_kind_summary_description_runbook(alerts: list[
         sev = a.labels.get("severity")
         if sev not in SEVERITIES:
             problems.append(f"{a.where()}: severity {sev!r} not in {sorted(SEVERITIES)}")
-        if a.labels.get("kind") != WITNESS_ALERTS.get(key(a.name), key(a.name)):
+        if key(a.name) in ROLLUP_ALERTS:
+            if "kind" in a.labels or ROLLUP_ALERTS[key(a.name)] not in promql_names(a.expr):
+                problems.append(f"{a.where()}: a roll-up alert takes kind from its series")
+        elif a.labels.get("kind") != WITNESS_ALERTS.get(key(a.name), key(a.name)):
             problems.append(f"{a.where()}: label kind={a.labels.get('kind')!r} != alert's kind")
         for annotation in ("summary", "description", "runbook_url"):
             if not a.annotations.get(annotation, "").strip():
@@ -283,6 +292,10 @@ def test_critical_findings_page_and_paging_matches_findings(alerts: list[Rule]) 
 
 
 def test_one_off_findings_use_a_time_window_not_a_counter(rules: list[Rule]) -> None:
+    """One-off alerts page for 900 s after the DETECTION (the exporter's wall clock), never
+    on the event's own time: a loss detected late must page, a future stamp must not page
+    for longer (the promtool tests show both)."""
+    windowed = 0
     for r in rules:
         if r.type != "alert":
             continue
@@ -290,12 +303,37 @@ def test_one_off_findings_use_a_time_window_not_a_counter(rules: list[Rule]) -> 
         assert not any(n.endswith("_total") for n in names), (
             f"{r.where()}: alerts must not use a cumulative counter: {r.expr}"
         )
-        if "kafka_replication_finding_last_event_timestamp_seconds" in names:
+        assert "kafka_replication_finding_last_event_timestamp_seconds" not in names, (
+            f"{r.where()}: alerts page on the detection time, not the event time: {r.expr}"
+        )
+        if "kafka_replication_finding_last_detected_timestamp_seconds" in names:
             window = (  # optionally aggregated: min by (cluster) (time() - ...) < 900
-                r"time\(\)\s*-\s*kafka_replication_finding_last_event_timestamp_seconds"
-                r"\{[^}]*\}\)?\s*<\s*900"
+                r"time\(\)\s*-\s*kafka_replication_finding_last_detected_timestamp_seconds"
+                r"\{[^}]*\}\)?\s*<\s*(\d+)"
             )
-            assert re.search(window, r.expr), f"{r.where()}: {r.expr}"
+            found = re.findall(window, r.expr)
+            assert found, f"{r.where()}: {r.expr}"
+            assert {int(w) for w in found} == {EVENT_WINDOW_S}, (
+                f"{r.where()}: the window is the exporter's EVENT_WINDOW_S ({EVENT_WINDOW_S} s), "
+                f"which ranks and rolls up the paging partitions: {r.expr}"
+            )
+            windowed += 1
+    assert windowed >= 8, f"only {windowed} one-off alerts on the detection time"
+
+
+def test_partitions_past_the_limit_page_and_ticket(alerts: list[Rule]) -> None:
+    """The exporter counts the partitions past its limit per severity; each severity that
+    pages or tickets per partition does so through the roll-up too, with the same
+    routing severity."""
+    rollup = [a for a in alerts if key(a.name) == "partitions_capped"]
+    routed = {}
+    for a in rollup:
+        m = re.fullmatch(
+            r'kafka_replication_partitions_capped\{severity="(\w+)"\} > 0', a.expr.strip()
+        )
+        assert m, f"{a.where()}: {a.expr}"
+        routed[m[1]] = a.labels["severity"]
+    assert routed == {"critical": "critical", "warning": "warning"}, routed
 
 
 def test_runbook_has_a_section_for_every_alert(alerts: list[Rule]) -> None:

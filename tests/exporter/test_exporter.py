@@ -6,7 +6,6 @@ import re
 import urllib.request
 from pathlib import Path
 
-from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from monitor.dev.testing import T0, Timeline
@@ -19,10 +18,9 @@ DATA = ROOT / "tests" / "data"
 
 
 def _scrape(snap: Snapshot, per_partition: str = "findings", now: float | None = None) -> str:
-    reg = CollectorRegistry(auto_describe=False)
-    clock = (lambda: now) if now is not None else (lambda: T0 / 1000 + 600)
-    reg.register(ReplicationCollector(snap, per_partition, clock=clock))  # type: ignore[arg-type]
-    return generate_latest(reg).decode()
+    clock = (lambda: now) if now is not None else (lambda: NOW_S)
+    collector = ReplicationCollector(snap, per_partition, clock=clock)  # type: ignore[arg-type]
+    return collector.render().decode()
 
 
 def _samples(text: str) -> dict[str, list[tuple[dict[str, str], float]]]:
@@ -33,8 +31,14 @@ def _samples(text: str) -> dict[str, list[tuple[dict[str, str], float]]]:
     return out
 
 
+#: The tests' wall clock (seconds): ten minutes after the scenarios start. The in-process
+#: monitor detects the replayed findings then, and scrapes default to it.
+NOW_S = T0 / 1000 + 600
+
+
 def _load(*files: str) -> tuple[ClusterModel, Snapshot]:
-    model, snap, found = ClusterModel(), Snapshot(event_retention_s=10**9), []
+    model, found = ClusterModel(), []
+    snap = Snapshot(event_retention_s=10**9, clock=lambda: NOW_S)
     for name in files:
         found_here: list[Finding] = []
         replay((DATA / name).read_bytes().splitlines(), model, found_here.append, lambda n, r: None)
@@ -154,7 +158,7 @@ def test_metrics_server_binds_where_configured() -> None:
     server = MetricsServer(snap, host="127.0.0.1", port=0)
     server.start()
     try:
-        port = server._server[0].server_port  # type: ignore[index]
+        port = server.bound_port
         body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read()
         assert b"kafka_replication_partitions" in body
     finally:
