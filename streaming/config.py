@@ -130,6 +130,12 @@ class StreamingConfig(settings.LayeredSettings):
     metrics_host: str = Field(
         "127.0.0.1", min_length=1, description="bind address of /metrics (0.0.0.0: every one)"
     )
+    metrics_max_partitions: int = Field(
+        10_000,
+        ge=0,
+        description="per-partition series for at most this many partitions (most severe, "
+        "then sticky, then oldest); the rest counted per topic in partitions_capped (0: none)",
+    )
     per_partition: Literal["findings", "all", "none"] = Field(
         "findings",
         description="per-partition series: partitions with an open finding, all, or none",

@@ -87,8 +87,10 @@ class JobCounters:
     accepted: int = 0
     dead_lettered: int = 0
     duplicates: int = 0
-    #: Records over ``max_record_bytes`` whose bytes were kept in ``<store>/deadletters/``,
-    #: and batches where keeping them failed (the dead letters went out all the same).
+    #: Records over ``max_record_bytes``; those whose bytes were kept in
+    #: ``<store>/deadletters/``; batches where keeping them failed (the dead letters went
+    #: out all the same).
+    too_large: int = 0
     kept_too_large: int = 0
     kept_failures: int = 0
     #: Offsets of the events topic the query passed without reading a record there: data
@@ -527,6 +529,8 @@ class Sinks:
         big = [r for r in dead_rows if str(r.reason or "").startswith(TOO_LARGE)]
         if not big:
             return None
+        with self.counters.lock:
+            self.counters.too_large += len(big)
         folder = f"{self.store}/{DEADLETTERS}/batch_id={batch_id}"
         try:
             from pyspark.sql import functions as F
@@ -763,6 +767,7 @@ def run(cfg: StreamingConfig, hooks: Sequence[Hook] = ()) -> int:
             cfg.metrics_port,
             cfg.per_partition,
             max_stamp_ahead_ms=cfg.model.max_stamp_ahead_ms,
+            max_partitions=cfg.metrics_max_partitions,
         )
         exporter.start()  # before Spark: a port in use fails fast, and /metrics says "down"
         hooks = [*hooks, exporter.hook]
@@ -806,7 +811,16 @@ def run(cfg: StreamingConfig, hooks: Sequence[Hook] = ()) -> int:
         )
         job = start(spark, cfg, hooks=hooks)
         if exporter is not None:
-            exporter.watch(job.query)
+            counters = job.counters
+
+            def tallies() -> dict[str, int]:
+                return {
+                    "offsets_skipped": counters.skipped_offsets,
+                    "records_too_large": counters.too_large,
+                    "store_compaction_errors": compactor.errors if compactor else 0,
+                }
+
+            exporter.watch(job.query, tallies=tallies)
         metrics = (
             f"; /metrics on http://{cfg.metrics_host}:{cfg.metrics_port}"
             if exporter is not None

@@ -24,18 +24,21 @@ import json
 import logging
 import posixpath
 import re
+import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
+
+from monitor.contract.store import STORE_PAIR
 
 log = logging.getLogger("streaming.store")
 
 _URI = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
 _BATCH = re.compile(r"^batch_id=(\d+)$")
 
-#: The pairing records: in the checkpoint (id and batch offset) and in the store (id).
+#: The pairing records: in the checkpoint (id and batch offset) and in the store (id and
+#: when the checkpoint began: :data:`monitor.contract.store.STORE_PAIR`).
 CHECKPOINT_PAIR = "monitor-store.json"
-STORE_PAIR = "_monitor_pair.json"
 
 
 class StorePairError(ValueError):
@@ -153,7 +156,7 @@ def pair(checkpoint: str, store: str) -> int:
                 "or start this one on the store's own --checkpoint"
             )
         if store_pair is None:
-            st.write_json(STORE_PAIR, {"pair": have["pair"]})
+            st.write_json(STORE_PAIR, {"pair": have["pair"], "since": have.get("since", 0)})
         return offset
     started = bool(ck.files("offsets", ""))  # Spark's offset log: a file per batch
     if started and store_pair is not None:
@@ -161,13 +164,14 @@ def pair(checkpoint: str, store: str) -> int:
             f"store {store} is paired with another checkpoint ({store_pair}) and checkpoint "
             f"{checkpoint} has batches of its own: give each job its own --store"
         )
-    offset = 0
+    offset, since = 0, 0
     if not started:
         last = max([-1, *st.batches("state"), *st.batches("findings")])
         offset = last + 1
-    new = {"pair": uuid.uuid4().hex, "batch_offset": offset}
+        since = time.time_ns() // 1_000_000  # a new checkpoint: it replays from here
+    new = {"pair": uuid.uuid4().hex, "batch_offset": offset, "since": since}
     ck.write_json(CHECKPOINT_PAIR, new)
-    st.write_json(STORE_PAIR, {"pair": new["pair"]})
+    st.write_json(STORE_PAIR, {"pair": new["pair"], "since": since})
     if offset:
         log.info(
             "store %s holds batches up to %d: the new checkpoint %s writes from batch %d on",

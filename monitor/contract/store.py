@@ -24,6 +24,13 @@ from monitor.contract.state import STATE_DDL
 
 STATE = "state"
 FINDINGS = "findings"
+#: The store's half of its pairing with a checkpoint (``streaming.storefs.pair``):
+#: ``{"pair": id, "since": ms}``, ``since`` being when the checkpoint now writing the store
+#: began (0: not known -- a checkpoint from before the pairing). Events before it that the
+#: job reports are history replayed from the events topic (a new checkpoint reads it from
+#: the start): the exporter takes their event time for their detection, so a rebuild never
+#: pages again for what the old job already paged.
+STORE_PAIR = "_monitor_pair.json"
 SNAPSHOT_FILE = "snapshot/state.parquet"
 SNAPSHOT_MARK = "snapshot/snapshot.json"
 
@@ -65,10 +72,9 @@ def finding_store_row(d: Mapping[str, Any], detected_at: int | None) -> tuple[An
     """
     import json
 
-    return tuple(
-        json.dumps(d[name], separators=(",", ":")) if name == "details" else d[name]
-        for name, _ in FINDING_COLUMNS[:-1]
-    ) + (detected_at,)
+    values = [d[name] for name, _ in FINDING_COLUMNS[:-1]]
+    values[-1] = json.dumps(d["details"], separators=(",", ":"))  # details: last of the dict
+    return (*values, detected_at)
 
 
 __all__ = [
@@ -80,5 +86,6 @@ __all__ = [
     "SNAPSHOT_MARK",
     "STATE",
     "STATE_DDL",
+    "STORE_PAIR",
     "finding_store_row",
 ]

@@ -23,7 +23,6 @@ from dashboards.generate import DATASOURCE_UID, OUT_DIR
 from monitor.cli import main
 from monitor.commands.dashboards import datasource_body, describe_error, load_dashboards
 from monitor.dev.processes.prom import free_port
-from monitor.exporter import MetricsServer, Snapshot
 
 
 @pytest.fixture(autouse=True)
@@ -43,14 +42,29 @@ def test_unreachable_grafana_is_a_clear_error(capsys: pytest.CaptureFixture[str]
 def test_a_server_that_is_not_grafana_is_a_clear_error(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    port = free_port()
-    server = MetricsServer(Snapshot(), port=port)  # answers every path with metrics text
-    server.start()
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Text(BaseHTTPRequestHandler):  # answers every path with 200 and plain text
+        def do_GET(self) -> None:
+            body = b"# a metrics page, not Grafana\nup 1\n"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Text)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        url = f"http://127.0.0.1:{port}"
+        url = f"http://127.0.0.1:{server.server_address[1]}"
         assert main(["dashboards", "push", "--url", url]) == 2
     finally:
-        server.stop()
+        server.shutdown()
+        server.server_close()
     err = capsys.readouterr().err
     assert f"{url} does not look like Grafana" in err
 

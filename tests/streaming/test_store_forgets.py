@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 
 from bench._synthetic_store import write_store
-from monitor.contract.store import finding_store_row
+from monitor.contract.store import STORE_PAIR, finding_store_row
 from monitor.query.store import StoreReader
 from streaming.store import Compactor, write_findings_locally
-from streaming.storefs import CHECKPOINT_PAIR, STORE_PAIR, StorePairError, pair
+from streaming.storefs import CHECKPOINT_PAIR, StorePairError, pair
 
 DAY_MS = 86_400_000
 NOW_MS = 1_800_000_000_000
@@ -131,8 +131,11 @@ def test_a_new_checkpoint_continues_after_the_stores_last_batch(tmp_path: Path) 
     # A new checkpoint on that store: its batch 0 is the store's batch 8, so its rows win.
     assert pair(str(second), str(store)) == 8
     assert pair(str(second), str(store)) == 8
-    shared = json.loads((second / CHECKPOINT_PAIR).read_text())["pair"]
-    assert json.loads((store / STORE_PAIR).read_text()) == {"pair": shared}
+    record = json.loads((second / CHECKPOINT_PAIR).read_text())
+    assert json.loads((store / STORE_PAIR).read_text()) == {
+        "pair": record["pair"], "since": record["since"]
+    }  # fmt: skip
+    assert record["since"] > 0  # a new checkpoint: what it reads first is history
     # The first checkpoint's store now belongs to the second: refused, by name.
     with pytest.raises(StorePairError, match="paired with another checkpoint"):
         pair(str(first), str(store))
