@@ -35,13 +35,13 @@ pytestmark = [
 ]
 
 
-
 def _lock_pins() -> list[tuple[str, str]]:
     """requirements.lock's ``(name, version)`` pins (its hash lines left out)."""
     import re
 
     text = (ROOT / "requirements.lock").read_text()
     return re.findall(r"^([A-Za-z0-9_.-]+)==(\S+)", text, flags=re.M)
+
 
 def _script(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
