@@ -168,9 +168,25 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrometheusP
     snap.health.input_lag_records = 0
     port = free_port()
     server = MetricsServer(snap, port=port, per_partition="all")
+    # partitions_capped: a second job's exporter (another cluster's monitor) whose limit
+    # is one partition, with three under min ISR: two are past the limit.
+    capped, capped_port, model = Snapshot(), free_port(), ClusterModel()
+    for topic in ("orders", "payments", "audit"):
+        inc = Incident("under_min_isr_and_recovery", topic, until_s=10)
+        lines = [
+            ln.replace('"topic": "minisr"', f'"topic": "{topic}"')
+            for ln in _events("partitions_capped", inc, end_ms)
+        ]
+        replay(lines, model, lambda f: None, lambda n, r: None)
+    capped.update_from_model(model)
+    capped.health.running = True
+    second = MetricsServer(capped, port=capped_port, max_partitions=1)
+    second.start()
     prom = PrometheusProcess(
         tmp_path_factory.mktemp("prometheus"),
-        exporter=f"127.0.0.1:{port}",
+        # Both exporters in the monitor's scrape job (the file names one target; this
+        # string substitution makes it two).
+        exporter=f'127.0.0.1:{port}", "127.0.0.1:{capped_port}',
         # No collector here: a closed port, not the default one (another run's collector
         # may be listening there).
         collector=f"127.0.0.1:{free_port()}",
@@ -190,6 +206,7 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrometheusP
     finally:
         prom.stop()
         server.stop()
+        second.stop()
 
 
 def test_runbook_has_queries() -> None:
