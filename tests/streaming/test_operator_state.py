@@ -104,9 +104,14 @@ def route(raw: bytes, buckets: int) -> list[tuple[int, bool]]:
 
 
 def _findings(frames: Iterator[Any]) -> list[str]:
+    """The ids of the findings in the operator's output (the key is the subject)."""
     out = []
     for f in frames:
-        out.extend(k for o, k in zip(f["out"], f["key"], strict=True) if o == "finding")
+        out.extend(
+            json.loads(bytes(v))["id"]
+            for o, v in zip(f["out"], f["value"], strict=True)
+            if o == "finding"
+        )
     return out
 
 
