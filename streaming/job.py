@@ -142,39 +142,30 @@ def skipped_offsets(progress: dict[str, Any]) -> int:
     return total
 
 
-class _SkipCounter:
-    """A StreamingQueryListener counting :func:`skipped_offsets` into the job's counters."""
+def _skip_listener(counters: JobCounters, query_id: Callable[[], str | None]) -> Any:
+    """A StreamingQueryListener adding each progress's :func:`skipped_offsets` (of the query
+    ``query_id()`` names) to ``counters``."""
+    from pyspark.sql.streaming.listener import StreamingQueryListener
 
-    def __init__(self, counters: JobCounters, query_id: Callable[[], str | None]) -> None:
-        self.counters = counters
-        self.query_id = query_id
+    class SkipCounter(StreamingQueryListener):
+        def onQueryStarted(self, event: Any) -> None:
+            pass
 
-    def listener(self) -> Any:
-        from pyspark.sql.streaming.listener import StreamingQueryListener
+        def onQueryProgress(self, event: Any) -> None:
+            p = json.loads(event.progress.json)
+            n = skipped_offsets(p) if p.get("id") == query_id() else 0
+            if n:
+                log.warning("the events topic moved %d offsets past without records", n)
+                with counters.lock:
+                    counters.skipped_offsets += n
 
-        outer = self
+        def onQueryIdle(self, event: Any) -> None:
+            pass
 
-        class Listener(StreamingQueryListener):
-            def onQueryStarted(self, event: Any) -> None:
-                pass
+        def onQueryTerminated(self, event: Any) -> None:
+            pass
 
-            def onQueryProgress(self, event: Any) -> None:
-                p = json.loads(event.progress.json)
-                if p.get("id") != outer.query_id():
-                    return
-                n = skipped_offsets(p)
-                if n:
-                    log.warning("the events topic moved %d offsets past without records", n)
-                    with outer.counters.lock:
-                        outer.counters.skipped_offsets += n
-
-            def onQueryIdle(self, event: Any) -> None:
-                pass
-
-            def onQueryTerminated(self, event: Any) -> None:
-                pass
-
-        return Listener()
+    return SkipCounter()
 
 
 def kafka_source(spark: Any, cfg: StreamingConfig) -> Any:
@@ -666,7 +657,7 @@ def start(
     if cfg.trigger_seconds > 0:
         writer = writer.trigger(processingTime=f"{int(cfg.trigger_seconds * 1000)} milliseconds")
     ids: list[str] = []
-    listener = _SkipCounter(sinks.counters, lambda: ids[0] if ids else None).listener()
+    listener = _skip_listener(sinks.counters, lambda: ids[0] if ids else None)
     spark.streams.addListener(listener)
     query = writer.start()
     ids.append(str(query.id))

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import shutil
 import threading
 import time
@@ -34,7 +33,7 @@ from monitor.contract.store import (
     STATE,
 )
 from monitor.query.store import connect, sources_sql
-from streaming.storefs import Location
+from streaming.storefs import Location, is_uri
 
 log = logging.getLogger("streaming.store")
 
@@ -42,10 +41,11 @@ log = logging.getLogger("streaming.store")
 def is_local(location: str) -> bool:
     """A folder on this machine, not an ``hdfs://``, ``s3a://``... URI.
 
-    The store's reader (DuckDB), the compactor, the job's driver-side findings write and its
-    checkpoint layout record work on local folders only; URIs go through Spark alone.
+    The store's reader (DuckDB), the job's driver-side findings write and its checkpoint
+    layout record work on local folders only; URIs go through Spark, and the pairing and the
+    compactor through pyarrow's file systems (:mod:`streaming.storefs`).
     """
-    return "://" not in location
+    return not is_uri(location)
 
 
 def write_findings_locally(store: Path, batch_id: int, rows: list[tuple[Any, ...]]) -> Path:
@@ -216,15 +216,12 @@ class Compactor:
             if b < batch_id and _mtime(loc, STATE, b) < now - self.history_s
         ]
         if old:
-            if _URI.match(self.store):
+            if is_uri(self.store):
                 compact_remote(loc, max(old))
             else:
                 compact(self.store, max(old))
         compact_findings(loc, batch_id - 1, int((now - self.findings_retention_s) * 1000))
         self.compactions += 1
-
-
-_URI = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
 
 
 def _mtime(loc: Location, sub: str, batch: int) -> float:

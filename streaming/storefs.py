@@ -41,6 +41,15 @@ _BATCH = re.compile(r"^batch_id=(\d+)$")
 CHECKPOINT_PAIR = "monitor-store.json"
 
 
+def is_uri(location: str) -> bool:
+    """A URI (``hdfs://``, ``s3a://``, ``file://``...), not a folder path.
+
+    >>> is_uri("s3a://bucket/store"), is_uri("/var/lib/store"), is_uri("store")
+    (True, False, False)
+    """
+    return bool(_URI.match(location))
+
+
 class StorePairError(ValueError):
     """The store belongs to another checkpoint."""
 
@@ -59,7 +68,7 @@ class Location:
         cannot open it."""
         import pyarrow.fs as pafs
 
-        if not _URI.match(location):
+        if not is_uri(location):
             return cls(pafs.LocalFileSystem(), posixpath.abspath(location), location)
         uri = re.sub(r"^s3[an]://", "s3://", location)
         fs, path = pafs.FileSystem.from_uri(uri)

@@ -26,7 +26,7 @@ import math
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Literal, TypeVar
 
 from monitor import __version__
@@ -89,6 +89,14 @@ def _esc(value: str) -> str:
 
 def _labels(**labels: object) -> str:
     return ",".join(f'{k}="{_esc(str(v))}"' for k, v in labels.items())
+
+
+def _per_cluster(name: str, doc: str, clusters: Iterable[str], counts: dict[str, int]) -> _Family:
+    """A gauge with one series per cluster (zero where ``counts`` has none)."""
+    g = _Family(name, doc)
+    for c in sorted(clusters):
+        g.add(_labels(cluster=c), counts.get(c, 0))
+    return g
 
 
 class _Family:
@@ -285,14 +293,15 @@ class ReplicationCollector:
             for kind, sev in kinds:
                 ck2 = (pk[0], pk[1], kind, sev)
                 capped[ck2] = capped.get(ck2, 0) + 1
-        g = _Family(
-            "partitions_exported",
-            "Partitions with per-partition series in this scrape (at most the limit, "
-            "monitor_partition_series_limit).",
+        out.append(
+            _per_cluster(
+                "partitions_exported",
+                "Partitions with per-partition series in this scrape (at most the limit, "
+                "monitor_partition_series_limit).",
+                clusters,
+                exported,
+            )
         )
-        for c in sorted(clusters):
-            g.add(_labels(cluster=c), exported.get(c, 0))
-        out.append(g)
         g = _Family(
             "partitions_capped",
             "Partitions with an open condition of this kind (or a one-off finding of it "
@@ -351,19 +360,16 @@ class ReplicationCollector:
         open_c: dict[tuple[str, str, Severity], int],
         open_t: dict[tuple[str, str, str, Severity], int],
     ) -> list[_Family]:
-        out = []
-        g = _Family("partitions", "Partitions tracked.")
-        for c in sorted(clusters):
-            g.add(_labels(cluster=c), tracked.get(c, 0))
-        out.append(g)
-        g = _Family(
-            "partitions_without_replica_samples",
-            "Partitions no replica sample (JMX) has reached: the findings that need one "
-            "are not judged there.",
-        )
-        for c in sorted(clusters):
-            g.add(_labels(cluster=c), unsampled.get(c, 0))
-        out.append(g)
+        out = [
+            _per_cluster("partitions", "Partitions tracked.", clusters, tracked),
+            _per_cluster(
+                "partitions_without_replica_samples",
+                "Partitions no replica sample (JMX) has reached: the findings that need one "
+                "are not judged there.",
+                clusters,
+                unsampled,
+            ),
+        ]
         g = _Family(
             "finding_unavailable",
             "1 for a kind no partition can be judged on: it needs replica samples and none "
