@@ -237,7 +237,7 @@ def _mtime(loc: Location, sub: str, batch: int) -> float:
 
 def _arrow(con: Any, sql: str) -> Any:
     """The result of ``sql`` as an Arrow table."""
-    table = con.execute(sql).to_arrow_table()
+    table = con.sql(sql).to_arrow_table()  # not execute(): DB-API output copies the rows
     assert table is not None
     return table
 
