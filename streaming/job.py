@@ -727,9 +727,25 @@ def check_layout(checkpoint: str, buckets: int) -> None:
 
 
 def _caught_up(src: dict[str, Any]) -> bool:
+    """Whether a progress report's source had read everything it knew of.
+
+    >>> _caught_up({"description": "KafkaV2[Subscribe[e]]", "latestOffset": '{"e":{"0":5}}',
+    ...             "endOffset": '{"e":{"0":5}}'})
+    True
+    >>> _caught_up({"description": "KafkaV2[Subscribe[e]]", "latestOffset": None,
+    ...             "endOffset": '{"e":{"0":5}}'})
+    False
+    >>> _caught_up({"description": "FileStreamSource[/x]", "latestOffset": None})
+    True
+    """
     latest, end = src.get("latestOffset"), src.get("endOffset")
-    if latest is None or latest == "null":  # sources without admission control (files)
-        return True
+    if latest is None or latest == "null":
+        # A Kafka source reports its latest offset for every batch it plans; a batch re-run
+        # from the offset log after a restart reports none, and says nothing about what is
+        # left (found by the skipped-offsets lab test: drain, and so --once, returned
+        # before the restarted query had read). Sources without admission control (files)
+        # never report one.
+        return not str(src.get("description", "")).startswith("Kafka")
     return bool(_offsets(latest) == _offsets(end))
 
 
