@@ -25,8 +25,9 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from monitor.model.events import (
     BrokerReport,
-    ModelEvent,
+    ModelRecord,
     PartitionMeta,
+    PartitionRound,
     ReplicaReport,
     TopicConfigReport,
     TopicDeleted,
@@ -69,8 +70,27 @@ class _Event(BaseModel):
     observed_at: Millis = Field(description="When the collector observed this, in ms UTC.")
 
 
+class ReplicaSample(BaseModel):
+    """One replica's reading in a partition's collection round: a ``replica`` event's fields,
+    carried by the round's ``partition`` event (``replica_samples``)."""
+
+    model_config = ConfigDict(strict=True, extra="ignore", frozen=True)
+
+    broker: BrokerId
+    log_end_offset: Offset
+    log_start_offset: Offset | None = None
+    high_watermark: Offset | None = None
+    fetch_lag: Offset | None = None
+    observed_at: Millis | None = Field(
+        default=None,
+        description="When this sample was read, when not the event's own observed_at (the "
+        "collector reads the exporter pages at the round's start, the metadata after them).",
+    )
+
+
 class PartitionEvent(_Event):
-    """The controller's metadata view of one partition."""
+    """The controller's metadata view of one partition -- and, in a round record, its
+    replicas' samples of the same round (``replica_samples``)."""
 
     kind: Literal["partition"]
     topic: TopicName
@@ -102,6 +122,14 @@ class PartitionEvent(_Event):
         default=None,
         max_length=1024,
         description="While a reassignment runs: the replicas being removed.",
+    )
+    replica_samples: list[ReplicaSample] | None = Field(
+        default=None,
+        max_length=1024,
+        description="The round's replica samples of this partition (a round record: one "
+        "record per partition per round). The same as a `replica` event per sample, each "
+        "stamped with the sample's observed_at (else the event's), applied before this "
+        "metadata in the listed order. Absent: none in this record.",
     )
 
 
@@ -237,7 +265,8 @@ def parse_event(raw: bytes | str) -> AnyEvent:
     except ValidationError as e:
         if e.errors() and e.errors()[0]["type"] == "json_invalid":
             raise EventError(f"invalid JSON: {e.errors()[0]['msg']}") from None
-        if e.errors() and e.errors()[0]["type"] in ("model_attributes_type", "model_type"):
+        first = e.errors()[0] if e.errors() else None
+        if first and first["type"] in ("model_attributes_type", "model_type") and not first["loc"]:
             raise EventError("not a JSON object") from None
         raise EventError(_reason(e)) from None
 
@@ -254,10 +283,11 @@ def validate_event(
 
 def to_model(
     ev: AnyEvent,
-) -> ModelEvent:
-    """Convert a validated contract event to the model's plain record."""
+) -> ModelRecord:
+    """Convert a validated contract event to the model's plain record (a round record --
+    a ``partition`` event with ``replica_samples`` -- to a :class:`PartitionRound`)."""
     if isinstance(ev, PartitionEvent):
-        return PartitionMeta(
+        meta = PartitionMeta(
             ev.cluster,
             ev.observed_at,
             ev.topic,
@@ -274,6 +304,25 @@ def to_model(
             ev.topic_id,
             tuple(ev.adding_replicas) if ev.adding_replicas is not None else None,
             tuple(ev.removing_replicas) if ev.removing_replicas is not None else None,
+        )
+        if not ev.replica_samples:
+            return meta
+        return PartitionRound(
+            meta,
+            tuple(
+                ReplicaReport(
+                    ev.cluster,
+                    s.observed_at if s.observed_at is not None else ev.observed_at,
+                    ev.topic,
+                    ev.partition,
+                    s.broker,
+                    s.log_end_offset,
+                    s.log_start_offset,
+                    s.high_watermark,
+                    s.fetch_lag,
+                )
+                for s in ev.replica_samples
+            ),
         )
     if isinstance(ev, ReplicaEvent):
         return ReplicaReport(

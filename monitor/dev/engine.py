@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from monitor.contract.events import AnyEvent, to_model
 from monitor.exporter.snapshot import Snapshot
 from monitor.model import ClusterModel, Finding, ModelConfig
-from monitor.model.order import event_order
+from monitor.model.order import event_order, unfold
 
 
 class LocalEngine:
@@ -39,7 +39,8 @@ class LocalEngine:
         out: list[Finding] = []
         with self._lock:
             n = 0
-            for ev in sorted((to_model(e) for e in events), key=event_order):
+            unfolded = (ev for e in events for ev in unfold(to_model(e)))
+            for ev in sorted(unfolded, key=event_order):
                 out.extend(self.model.apply(ev))
                 n += 1
             if now_ms is not None:

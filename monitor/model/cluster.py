@@ -26,8 +26,9 @@ from monitor.model._emit import Emitter
 from monitor.model.config import ModelConfig
 from monitor.model.events import (
     BrokerReport,
-    ModelEvent,
+    ModelRecord,
     PartitionMeta,
+    PartitionRound,
     ReplicaReport,
     TopicConfigReport,
     TopicDeleted,
@@ -85,8 +86,14 @@ class ClusterModel:
 
     # -- driving ----------------------------------------------------------------------------
 
-    def apply(self, event: ModelEvent) -> list[Finding]:
-        """Apply one event; return the findings it caused (possibly none)."""
+    def apply(self, event: ModelRecord) -> list[Finding]:
+        """Apply one event (a round: its samples, then its metadata); return the findings
+        it caused (possibly none)."""
+        if isinstance(event, PartitionRound):
+            found: list[Finding] = []
+            for ev in event.events():
+                found += self.apply(ev)
+            return found
         if isinstance(event, PartitionMeta | ReplicaReport):
             if self.deleted and self._of_deleted(event):
                 return []
@@ -110,7 +117,7 @@ class ClusterModel:
             )
         return self._apply_broker(event)
 
-    def apply_all(self, events: Iterable[ModelEvent]) -> Iterator[Finding]:
+    def apply_all(self, events: Iterable[ModelRecord]) -> Iterator[Finding]:
         for event in events:
             yield from self.apply(event)
 

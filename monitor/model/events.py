@@ -92,4 +92,36 @@ class BrokerReport:
     started_at: int | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class PartitionRound:
+    """A partition's collection round in one record: its replicas' samples, then its
+    metadata. Exactly the events ``(*samples, meta)`` (:meth:`events`), each at its own
+    ``observed_at``: drivers that sort events unfold a round first
+    (:func:`monitor.model.order.unfold`)."""
+
+    meta: PartitionMeta
+    samples: tuple[ReplicaReport, ...]
+
+    @property
+    def cluster(self) -> str:
+        return self.meta.cluster
+
+    @property
+    def observed_at(self) -> int:
+        return self.meta.observed_at
+
+    @property
+    def topic(self) -> str:
+        return self.meta.topic
+
+    @property
+    def partition(self) -> int:
+        return self.meta.partition
+
+    def events(self) -> tuple[ReplicaReport | PartitionMeta, ...]:
+        return (*self.samples, self.meta)
+
+
 ModelEvent = PartitionMeta | ReplicaReport | TopicConfigReport | TopicDeleted | BrokerReport
+#: What a contract record becomes: one event, or a partition's round (several events).
+ModelRecord = ModelEvent | PartitionRound

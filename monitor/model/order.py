@@ -4,7 +4,9 @@ Events are applied by time (``observed_at``); at the same time, configuration be
 governs -- ``topic_config``, then ``broker``, then the partition-level events -- and between
 ``partition`` and ``replica`` events of the same time, the order the collector emitted them
 (the source order: a Kafka partition's offsets, a file's lines), which callers keep by
-sorting stably. The Spark operator, ``monitor replay``, the in-process engine and the test
+sorting stably. A partition's round record (:class:`PartitionRound`) is its events
+``(*samples, meta)``, each with its own time: drivers that sort unfold it first
+(:func:`unfold`) and keep the unfolded events in that order at equal keys. The Spark operator, ``monitor replay``, the in-process engine and the test
 simulations all sort with :func:`order_key`, so the same events give the same findings
 whichever of them applies them.
 
@@ -18,7 +20,9 @@ from __future__ import annotations
 from monitor.model.events import (
     BrokerReport,
     ModelEvent,
+    ModelRecord,
     PartitionMeta,
+    PartitionRound,
     ReplicaReport,
     TopicConfigReport,
     TopicDeleted,
@@ -51,3 +55,10 @@ def order_key(observed_at: int, kind: str) -> tuple[int, int]:
 def event_order(event: ModelEvent) -> tuple[int, int]:
     """:func:`order_key` of a model event."""
     return (event.observed_at, _RANK_OF_TYPE[type(event)])
+
+
+def unfold(record: ModelRecord) -> tuple[ModelEvent, ...]:
+    """The events of a record: a round's samples then its metadata; any other, itself."""
+    if isinstance(record, PartitionRound):
+        return record.events()
+    return (record,)

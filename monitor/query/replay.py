@@ -18,12 +18,13 @@ later event of its partition late.
 from __future__ import annotations
 
 import heapq
+import itertools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from monitor.contract.events import EventError, parse_event, to_model
 from monitor.model import ClusterModel, Finding, ModelEvent
-from monitor.model.order import event_order
+from monitor.model.order import event_order, unfold
 from monitor.model.stamps import Decided, StampGuard
 
 
@@ -61,7 +62,9 @@ def replay(
     stats = ReplayStats()
     next_tick = -1
     now = -1
-    buffer: list[tuple[int, int, int, ModelEvent]] = []  # (observed_at, rank, line, event)
+    # (observed_at, rank, line, sequence, event)
+    buffer: list[tuple[int, int, int, int, ModelEvent]] = []
+    seq = itertools.count()
     guard = StampGuard(model.config.max_stamp_ahead_ms)
 
     def emit(findings: list[Finding]) -> None:
@@ -100,19 +103,22 @@ def replay(
     for lineno, raw in enumerate(lines, start=1):
         stats.lines += 1
         try:
-            event = to_model(parse_event(raw))
+            record = to_model(parse_event(raw))
         except EventError as e:
             stats.rejected += 1
             on_reject(lineno, str(e))
             continue
         stats.accepted += 1
-        heapq.heappush(buffer, (*event_order(event), lineno, event))
-        horizon = event.observed_at - reorder_ms
+        # A round's samples and metadata keep their order at equal keys (heapq compares
+        # the line next: one record's events share it, so a sequence number breaks the tie).
+        for event in unfold(record):
+            heapq.heappush(buffer, (*event_order(event), lineno, next(seq), event))
+        horizon = record.observed_at - reorder_ms
         while buffer and buffer[0][0] < horizon:
-            _, _, line, ready = heapq.heappop(buffer)
+            _, _, line, _, ready = heapq.heappop(buffer)
             release(line, ready, guard.admit(ready))
     while buffer:
-        _, _, line, ready = heapq.heappop(buffer)
+        _, _, line, _, ready = heapq.heappop(buffer)
         release(line, ready, guard.admit(ready))
     release(0, None, guard.flush())
     if now >= 0:
