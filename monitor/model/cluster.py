@@ -268,7 +268,8 @@ class ClusterModel:
         key = (cluster, topic, partition)
         state = self.partitions.get(key)
         if state is None:
-            state = self.partitions[key] = part.new_state(cluster, topic, partition)
+            state = part.new_state(cluster, topic, partition)
+            self.partitions[state.key] = state  # the state's interned names, one tuple
         return state
 
     def context(self, cluster: str, topic: str) -> part.Context:

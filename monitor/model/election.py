@@ -86,8 +86,7 @@ def start_election(
         truncate(s, leader, leader_rs, leader_rs.suspect_leo, t, emit, epoch=prev_epoch)
         leader_rs.leo, leader_rs.suspect_leo = leader_rs.suspect_leo, -1
     s.append_lineage(EpochEntry(epoch, -1, leader, t), config)
-    s.election_times.append(t)
-    del s.election_times[: max(0, len(s.election_times) - 4 * config.flapping_elections)]
+    s.election_times = (*s.election_times, t)[-4 * config.flapping_elections :]
     details = {
         "epoch_before": prev_epoch,
         "epoch": epoch,

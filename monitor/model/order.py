@@ -6,9 +6,10 @@ governs -- ``topic_config``, then ``broker``, then the partition-level events --
 (the source order: a Kafka partition's offsets, a file's lines), which callers keep by
 sorting stably. A partition's round record (:class:`PartitionRound`) is its events
 ``(*samples, meta)``, each with its own time: drivers that sort unfold it first
-(:func:`unfold`) and keep the unfolded events in that order at equal keys. The Spark operator, ``monitor replay``, the in-process engine and the test
-simulations all sort with :func:`order_key`, so the same events give the same findings
-whichever of them applies them.
+(:func:`unfold`) and keep the unfolded events in that order at equal keys. The Spark
+operator, ``monitor replay``, the in-process engine and the test simulations all sort
+with :func:`order_key`, so the same events give the same findings whichever of them
+applies them.
 
 >>> sorted([(5, "replica"), (5, "topic_config"), (4, "partition")],
 ...        key=lambda e: order_key(e[0], e[1]))

@@ -18,6 +18,7 @@ alone cannot fire it:
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,7 +28,14 @@ from monitor.model._emit import Emitter
 from monitor.model.config import ModelConfig
 from monitor.model.events import PartitionMeta, ReplicaReport
 from monitor.model.findings import Finding, FindingKind
-from monitor.model.state import BrokerState, EpochEntry, PartitionState, ReplicaState, TopicConfig
+from monitor.model.state import (
+    BrokerState,
+    EpochEntry,
+    PartitionState,
+    ReplicaState,
+    TopicConfig,
+    shared,
+)
 
 K = FindingKind
 
@@ -56,7 +64,7 @@ class Context:
 
 
 def new_state(cluster: str, topic: str, partition: int) -> PartitionState:
-    return PartitionState(cluster=cluster, topic=topic, partition=partition)
+    return PartitionState(cluster=sys.intern(cluster), topic=sys.intern(topic), partition=partition)
 
 
 def step(
@@ -95,7 +103,7 @@ def _judge_followers(s: PartitionState, t: int, ctx: Context, emit: Emitter) -> 
     and its own sample resolved it a moment later). It is judged at the partition's next
     later instant. A follower whose broker did not answer is judged on what is known.
     """
-    leader_at = s.leader_leo_history[-1][0] if s.leader_leo_history else -1
+    leader_at = s.leader_leos[-2] if s.leader_leos else -1
     s.deferred_at = -1
     for b, rs in s.replica_states.items():
         if b != s.leader and leader_at == t and rs.observed_at < t:
@@ -168,15 +176,17 @@ def _apply_meta(s: PartitionState, ev: PartitionMeta, ctx: Context, emit: Emitte
     s.meta_at = t
     s.last_seen = max(s.last_seen, t)
     if ev.adding_replicas is not None or ev.removing_replicas is not None:
-        s.adding_replicas = tuple(b for b in ev.adding_replicas or () if b in ev.replicas)
-        s.removing_replicas = tuple(b for b in ev.removing_replicas or () if b in ev.replicas)
+        s.adding_replicas = shared(tuple(b for b in ev.adding_replicas or () if b in ev.replicas))
+        s.removing_replicas = shared(
+            tuple(b for b in ev.removing_replicas or () if b in ev.replicas)
+        )
     elif ev.replicas != s.replicas:
         # Not said this round, but the assignment changed: a reassignment ends (or is
         # cancelled) with one. A new one will be said again.
         s.adding_replicas = s.removing_replicas = ()
-    s.replicas = ev.replicas
-    s.offline_replicas = ev.offline_replicas
-    s.eligible_leader_replicas = ev.eligible_leader_replicas or ()
+    s.replicas = shared(ev.replicas)
+    s.offline_replicas = shared(ev.offline_replicas)
+    s.eligible_leader_replicas = shared(ev.eligible_leader_replicas or ())
     s.leader = ev.leader
     if ev.log_start_offset is not None:
         s.log_start_offset = ev.log_start_offset
@@ -184,7 +194,7 @@ def _apply_meta(s: PartitionState, ev: PartitionMeta, ctx: Context, emit: Emitte
     if prev_epoch < 0:
         s.leader_epoch = ev.leader_epoch
         s.lineage.append(EpochEntry(ev.leader_epoch, -1, ev.leader, t))
-        s.isr = ev.isr
+        s.isr = shared(ev.isr)
         if ev.leader is not None:
             _reset_leader_measurements(s, t)
     else:
@@ -201,7 +211,7 @@ def _apply_meta(s: PartitionState, ev: PartitionMeta, ctx: Context, emit: Emitte
                 start = s.leader_leo() if ev.leader is not None else -1
                 s.append_lineage(EpochEntry(ev.leader_epoch, start, ev.leader, t), ctx.config)
         _isr_change(s, prev_isr, ev.isr, t, ctx, emit)
-        s.isr = ev.isr
+        s.isr = shared(ev.isr)
 
     if ev.epoch_start_offset is not None and ev.leader_epoch == s.leader_epoch:
         election.on_epoch_record(s, ev.epoch_start_offset, t, emit)
@@ -262,7 +272,7 @@ def _new_incarnation(s: PartitionState, ev: PartitionMeta, t: int, emit: Emitter
     _forget_incarnation(s)
     s.lineage.clear()
     s.leader = None
-    s.election_times.clear()
+    s.election_times = ()
     s.meta_at = -1
 
 
@@ -274,7 +284,7 @@ def _forget_incarnation(s: PartitionState) -> None:
     s.hw = s.max_hw = s.max_hw_at = s.hw_at = -1
     s.suspect_hw = -1
     s.replica_states.clear()
-    s.leader_leo_history.clear()
+    s.reset_leader_leo()
     s.election = None
 
 
@@ -339,7 +349,7 @@ def _reset_leader_measurements(s: PartitionState, t: int) -> None:
     """
     leo = s.leader_leo()
     s.epoch_started_at = t
-    s.leader_leo_history = [(t, leo)] if leo >= 0 else []
+    s.reset_leader_leo(t, leo)
     for rs in s.replica_states.values():
         rs.lag_ms = 0
         rs.caught_up_at = t
@@ -401,10 +411,7 @@ def _apply_replica(s: PartitionState, ev: ReplicaReport, ctx: Context, emit: Emi
 
 
 def _on_leader_sample(s: PartitionState, leo: int, t: int, ctx: Context, emit: Emitter) -> None:
-    hist = s.leader_leo_history
-    hist.append((t, leo))
-    if len(hist) > ctx.config.leo_history:
-        del hist[0]
+    s.record_leader_leo(t, leo, ctx.config.leo_history)
     for b, rs in s.replica_states.items():
         if b != s.leader:
             _measure_follower(s, rs, t, ctx)
@@ -420,11 +427,11 @@ def _on_leader_sample(s: PartitionState, leo: int, t: int, ctx: Context, emit: E
 
 
 def _measure_follower(s: PartitionState, rs: ReplicaState, now: int, ctx: Context) -> None:
-    if rs.leo < 0 or not s.leader_leo_history:
+    if rs.leo < 0 or not s.leader_leos:
         return
-    leader_leo = s.leader_leo_history[-1][1]
+    leader_leo = s.leader_leos[-1]
     rs.lag_offsets = max(0, leader_leo - rs.leo)
-    behind_since = rules.time_behind(s.leader_leo_history, rs.leo, now)
+    behind_since = rules.time_behind(s.leader_leos, rs.leo, now)
     if behind_since is None:
         rs.caught_up_at = now
         rs.lag_ms = 0
@@ -497,10 +504,10 @@ def _measure_hw(s: PartitionState, now: int) -> None:
     last observation, never across time nobody saw it: after a gap in the collector's rounds
     the leader's new LEO comes before the same round's HW, and the HW then known is the one
     from before the gap (found by the soak: hw_lag opened and resolved at one instant)."""
-    if s.hw < 0 or not s.leader_leo_history:
+    if s.hw < 0 or not s.leader_leos:
         return
     seen = min(now, s.hw_at) if s.hw_at >= 0 else now
-    behind_since = rules.time_behind(s.leader_leo_history, s.hw, seen)
+    behind_since = rules.time_behind(s.leader_leos, s.hw, seen)
     if behind_since is None:
         s.hw_caught_up_at = now
         s.hw_lag_ms = 0

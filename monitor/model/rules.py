@@ -6,7 +6,6 @@ The transition in :mod:`monitor.model.partition` decides *when* to ask them.
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections.abc import Sequence
 
 from monitor.model.state import TopicConfig
@@ -122,23 +121,26 @@ def committed_offsets_lost(committed_hw: int, new_leader_leo: int) -> tuple[int,
     return (new_leader_leo, committed_hw)
 
 
-def time_behind(history: Sequence[tuple[int, int]], offset: int, at: int) -> int | None:
+def time_behind(samples: Sequence[int], offset: int, at: int) -> int | None:
     """When the leader's log first passed ``offset`` (by ``at``), from its LEO samples.
 
-    ``history`` holds ``(observed_at, leo)`` of the leader, oldest first. Returns the time
+    ``samples`` holds the leader's samples oldest first, flat: ``[t0, leo0, t1, leo1, ...]``
+    (:attr:`~monitor.model.state.PartitionState.leader_leos`). Returns the time
     of the first sample taken at or before ``at`` whose LEO exceeded ``offset`` — the moment
     the holder of ``offset`` stopped being caught up — or None if no such sample exists (it
     holds everything the leader was seen to have). This is the conservative reading: the
     real moment lies between that sample and the one before it, so lag is never overstated.
 
-    >>> time_behind([(0, 10), (5, 20), (10, 30)], 20, at=10)
+    >>> time_behind([0, 10, 5, 20, 10, 30], 20, at=10)
     10
-    >>> time_behind([(0, 10), (5, 20), (10, 30)], 30, at=10) is None
+    >>> time_behind([0, 10, 5, 20, 10, 30], 30, at=10) is None
     True
     """
-    cutoff = bisect_right(history, (at, 2**63))
-    for t, leo in history[:cutoff]:
-        if leo > offset:
+    for i in range(0, len(samples), 2):
+        t = samples[i]
+        if t > at:
+            return None
+        if samples[i + 1] > offset:
             return t
     return None
 

@@ -42,7 +42,7 @@ def _check_invariants(model: ClusterModel) -> None:
     """Bounds the model promises whatever it was fed (its memory per partition)."""
     for s in model.partitions.values():
         assert len(s.lineage) <= model.config.lineage_limit
-        assert len(s.leader_leo_history) <= model.config.leo_history
+        assert s.leader_samples() <= model.config.leo_history
         for rs in s.replica_states.values():
             # Kafka resets a follower's lag clock at every election: lag cannot predate
             # the current leadership.
@@ -261,7 +261,7 @@ def test_memory_bounds_are_reached_and_held() -> None:
     _run(model, tl.events)
     s = model.partitions[("lab", "bounds", 0)]
     assert [e.epoch for e in s.lineage] == [15, 16, 17, 18, 19]
-    assert len(s.leader_leo_history) <= cfg.leo_history
+    assert s.leader_samples() <= cfg.leo_history
 
 
 CLEAN_FAULTS = [
