@@ -8,11 +8,15 @@ machine; the JVM's CPU time (``/proc/<pid>/stat``) much less: it is the figure t
 The typed hot path's own stages (its ``from_json``, its acceptance test) and the share of
 records it accepts are reported when ``streaming.schema`` has it; ``--fallback-share`` sends
 that share of the (still valid) records to the VARIANT path, to price the fallback.
+``--rounds`` adds a side-by-side run of the same partitions' events as plain ``partition``
+events and as round records (the ``partition`` event carrying its three replicas' samples,
+``replica_samples``): the typed path's cost per record of each.
 
 ::
 
     python -m bench.validation_bench --records 300000
     python -m bench.validation_bench --records 300000 --fallback-share 0.1
+    python -m bench.validation_bench --records 300000 --rounds
 """
 
 from __future__ import annotations
@@ -42,6 +46,65 @@ def _timed(df: Any, repeat: int, pid: int) -> tuple[float, float]:
     return best, best_cpu
 
 
+def _plain_and_rounds(events: list[dict[str, Any]], n: int) -> tuple[list[bytes], list[bytes]]:
+    """``n`` plain ``partition`` events and the same ``n`` as round records: each carries the
+    ``replica`` events generated before it for its partition, as samples."""
+    from monitor.dev.rounds import sample_of
+
+    plain: list[bytes] = []
+    rounds: list[bytes] = []
+    waiting: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for e in events:
+        key = (e["topic"], e["partition"]) if "partition" in e else None
+        if e["kind"] == "replica" and key is not None:
+            waiting.setdefault(key, []).append(e)
+        elif e["kind"] == "partition" and key is not None:
+            samples = [sample_of(r, e["observed_at"]) for r in waiting.pop(key, [])]
+            plain.append(json.dumps(e, separators=(",", ":")).encode())
+            rounds.append(
+                json.dumps({**e, "replica_samples": samples}, separators=(",", ":")).encode()
+            )
+            if len(plain) == n:
+                break
+    return plain, rounds
+
+
+def _compare_rounds(
+    spark: Any, events: list[dict[str, Any]], n: int, repeat: int, pid: int
+) -> None:
+    """The typed path per record: plain partition events vs the same as round records."""
+    from pyspark.sql import functions as F
+
+    from streaming import schema
+
+    plain, rounds = _plain_and_rounds(events, n)
+    samples = sum(len(json.loads(r)["replica_samples"]) for r in rounds) / len(rounds)
+    print(f"  partition events vs round records ({len(plain)} each, {samples:.2f} samples each):")
+    for name, records in (("plain partition", plain), ("round record", rounds)):
+        df = spark.createDataFrame([(r,) for r in records], "value binary").repartition(2)
+        df = df.persist()
+        df.count()
+        m = len(records)
+        parsed = df.select("value", schema.typed_struct("value").alias("p"))
+        flag = parsed.select(F.expr(schema.typed_ok_sql("value")).alias("ok"))
+        cpu = {}
+        for stage, out in (
+            ("read", df.select(F.xxhash64("value").alias("h"))),
+            ("typed from_json", parsed.select(F.xxhash64("p").alias("h"))),
+            ("typed path test", flag.select(F.xxhash64("ok").alias("h"))),
+            ("validate", schema.validate(df).select(F.xxhash64("reason", "kind").alias("h"))),
+        ):
+            cpu[stage] = _timed(out, repeat, pid)[1] / m * 1e6
+        proofs = cpu["typed path test"] - cpu["typed from_json"]
+        on_typed = flag.where(F.col("ok")).count()
+        print(
+            f"    {name:16s} us/record (JVM CPU): "
+            + ", ".join(f"{k} {v:5.1f}" for k, v in cpu.items())
+            + f" (proofs alone {proofs:.1f}); typed {on_typed / m:.1%}"
+        )
+        df.unpersist()
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.validation_bench", description=__doc__)
     ap.add_argument("--records", type=int, default=300_000)
@@ -54,6 +117,11 @@ def main(argv: list[str] | None = None) -> int:
         default=0.0,
         help="share of records given a trailing newline (valid, but not on the typed path)",
     )
+    ap.add_argument(
+        "--rounds",
+        action="store_true",
+        help="also: plain partition events vs round records (3 samples), side by side",
+    )
     args = ap.parse_args(argv)
 
     from pyspark.sql import functions as F
@@ -65,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
 
     partitions = max(100, args.records // 8)
     every = round(1 / args.fallback_share) if args.fallback_share > 0 else 0
+    events = list(generate(partitions, 2, fault_rate=0.001, seed=1))
     rows = [
         (
             json.dumps(e, separators=(",", ":")).encode()
@@ -73,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
             0,
             i,
         )
-        for i, e in enumerate(generate(partitions, 2, fault_rate=0.001, seed=1))
+        for i, e in enumerate(events)
     ][: args.records]
     spark = build_session(master=args.master)
     spark.sparkContext.setLogLevel("ERROR")
@@ -133,6 +202,11 @@ def main(argv: list[str] | None = None) -> int:
         )
     else:
         print(f"  paths: VARIANT only (no typed path); rejected {rejected / n:.2%}")
+    if args.rounds:
+        # as many partition events as --records (each round of a partition: 3 replica events,
+        # then its partition event)
+        more = list(generate(max(100, args.records // 2 + 1), 2, fault_rate=0.001, seed=1))
+        _compare_rounds(spark, more, args.records, args.repeat, pid)
     spark.stop()
     return 0
 

@@ -39,6 +39,8 @@ from streaming.operator import (
     DEAD_BUCKET,
     KIND_CODES,
     OUTPUT_DDL,
+    SAMPLE_FIELDS,
+    SAMPLES_MEMBER,
     SEP,
     OperatorSettings,
     bucket_keys,
@@ -298,10 +300,20 @@ def build_operator_input(
         F.when(owner, "t").otherwise("f"),
     ]
     # The body: the kind's code and the model event's arguments, as JSON (nulls kept).
+    sample_struct = schema.EVENT_STRUCT["replica_samples"].dataType.elementType  # type: ignore[attr-defined]
+    assert tuple(sample_struct.fieldNames()) == SAMPLE_FIELDS
+    short = ", ".join(
+        f"{a}: {f.dataType.simpleString()}"
+        for a, f in zip(BODY_NAMES, sample_struct.fields, strict=False)
+    )
     bodies = []
     for kind, names in BODY_FIELDS.items():
         members = [F.lit(KIND_CODES[kind]).alias(BODY_KIND)]
         members += [F.col(n).alias(a) for n, a in zip(names, BODY_NAMES, strict=False)]
+        if kind == "partition":  # a round record's samples, under short names (a cast)
+            members.append(
+                F.col("replica_samples").cast(f"array<struct<{short}>>").alias(SAMPLES_MEMBER)
+            )
         json_ = F.to_json(F.struct(*members), {"ignoreNullFields": "false"})
         bodies.append((F.col("kind") == kind, json_))
     body = F.when(*bodies[0])

@@ -63,6 +63,7 @@ from typing import Any
 
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
+from monitor.contract.events import ReplicaSample
 from monitor.contract.state import state_json
 from monitor.model import (
     BrokerReport,
@@ -154,8 +155,11 @@ def bucket_index(buckets: int) -> dict[int, int]:
 #: arguments in order (:data:`BODY_FIELDS`, under the short names :data:`BODY_NAMES`). The
 #: body alone identifies the event: equal bodies are exact duplicates. Python parses all
 #: bodies of a batch with one ``json.loads`` (C speed) instead of splitting and converting
-#: every field. Dead letters: ``src_partition SEP src_offset SEP f SEP source topic SEP
-#: reason``.
+#: every field. A round record's body (a ``partition`` event with ``replica_samples``)
+#: has one member more, :data:`SAMPLES_MEMBER`: the samples, each an object of
+#: :data:`SAMPLE_FIELDS` under the short names, unfolded here into ``replica`` events
+#: (:func:`ordered_events`). Dead letters: ``src_partition SEP src_offset SEP f SEP source
+#: topic SEP reason``.
 SEP = "\x1f"
 KIND_CODES: dict[str, str] = {
     "topic_config": "t",
@@ -180,6 +184,11 @@ BODY_FIELDS: dict[str, tuple[str, ...]] = {
 BODY_KIND = "k"
 BODY_NAMES: tuple[str, ...] = tuple("abcdefghijlmnopqrstuvwxyz")
 assert BODY_KIND not in BODY_NAMES and all(len(f) <= len(BODY_NAMES) for f in BODY_FIELDS.values())
+#: A round record's samples: the member after the partition event's fields, and each
+#: sample's fields in the contract's order (``monitor.contract.events.ReplicaSample``).
+SAMPLES_MEMBER = BODY_NAMES[len(BODY_FIELDS["partition"])]
+SAMPLE_FIELDS: tuple[str, ...] = tuple(ReplicaSample.model_fields)
+assert SAMPLE_FIELDS[:2] == ("broker", "log_end_offset") and SAMPLE_FIELDS[-1] == "observed_at"
 #: The member holding ``observed_at`` (second constructor argument of every event).
 _OBSERVED = BODY_NAMES[1]
 assert all(f[1] == "observed_at" for f in BODY_FIELDS.values())
@@ -318,12 +327,17 @@ def loads_delta(blob: bytes) -> Delta:
 
 def _partition_meta(it: Iterator[Any]) -> PartitionMeta:
     """JSON arrays become the model's tuples (``None`` stays "not reported")."""
-    c, t, topic, p, leader, epoch, replicas, isr, offline, elr, hw, lso, eso, tid, add, rm = it
+    c, t, topic, p, leader, epoch, replicas, isr, offline, elr, hw, lso, eso, tid, add, rm = (
+        next(it) for _ in range(16)
+    )
     return PartitionMeta(
         c, t, topic, p, leader, epoch, tuple(replicas or ()), tuple(isr or ()),
         tuple(offline or ()), None if elr is None else tuple(elr), hw, lso, eso, tid,
         None if add is None else tuple(add), None if rm is None else tuple(rm),
     )  # fmt: skip
+
+
+assert len(BODY_FIELDS["partition"]) == 16
 
 
 def _maker(cls: type) -> Any:
@@ -340,11 +354,14 @@ _MAKERS: dict[str, Any] = {
 # The model's one event order (monitor.model.order), by the operator's short kind codes;
 # ``partition`` and ``replica`` share a rank: the source (Kafka partition, offset) decides.
 _RANK: dict[str, int] = {KIND_CODES[k]: r for k, r in KIND_RANK.items()}
+_PARTITION_CODE = KIND_CODES["partition"]
 
 
 def ordered_events(payloads: list[str]) -> tuple[list[Any], int, int]:
     """Model events sorted by (observed_at, kind order, source order); exact duplicates out.
 
+    A round record is unfolded: its samples (``replica`` events at their own stamps), then
+    its metadata, in that order at equal keys (:func:`monitor.model.order.unfold`).
     Returns (events, duplicates dropped, events this bucket owns for counting).
     """
     seen: set[str] = set()
@@ -361,14 +378,26 @@ def ordered_events(payloads: list[str]) -> tuple[list[Any], int, int]:
         seen.add(body)
         coords.append((int(sp), int(so)))
         bodies.append(body)
-    keyed: list[tuple[int, int, int, int, Any]] = []
-    makers, rank, observed = _MAKERS, _RANK, _OBSERVED
+    keyed: list[tuple[int, int, int, int, int, Any]] = []
+    makers, rank, observed, samples_at = _MAKERS, _RANK, _OBSERVED, SAMPLES_MEMBER
     for (src_p, src_o), d in zip(coords, json.loads("[" + ",".join(bodies) + "]"), strict=True):
         it = iter(d.values())
         code = next(it)
-        keyed.append((d[observed], rank[code], src_p, src_o, makers[code](it)))
-    keyed.sort(key=operator.itemgetter(0, 1, 2, 3))
-    return [x[4] for x in keyed], dups, owned
+        ev = makers[code](it)
+        at, r = d[observed], rank[code]
+        if code == _PARTITION_CODE and (samples := d.get(samples_at)):
+            for i, s in enumerate(samples):
+                broker, leo, lso, hw, lag, s_at = s.values()
+                s_at = at if s_at is None else s_at
+                sample = ReplicaReport(
+                    ev.cluster, s_at, ev.topic, ev.partition, broker, leo, lso, hw, lag
+                )
+                keyed.append((s_at, r, src_p, src_o, i, sample))
+            keyed.append((at, r, src_p, src_o, len(samples), ev))
+        else:
+            keyed.append((at, r, src_p, src_o, 0, ev))
+    keyed.sort(key=operator.itemgetter(0, 1, 2, 3, 4))
+    return [x[5] for x in keyed], dups, owned
 
 
 # --- the state rows (what the runbook CLI and exporter read) -------------------------------------

@@ -2,7 +2,8 @@
 
 Nothing here repeats a field name, a type, a range or a pattern of the contract: everything is
 read from the pydantic models at import time (``model_fields``: annotations, ``Ge``/``Le``,
-``MinLen``/``MaxLen``, ``pattern``, defaults, the ``kind`` discriminator) and turned into
+``MinLen``/``MaxLen``, ``pattern``, defaults, the ``kind`` discriminator; a list of nested
+models, such as ``replica_samples``, from the nested model's own fields) and turned into
 
 * :data:`EVENT_STRUCT` — the typed row every accepted event becomes (the union of the fields
   of every kind; a field absent from a kind is null, a defaulted field gets its default);
@@ -76,12 +77,13 @@ MAX_REASONS = 5
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
-ScalarKind = Literal["int", "str", "bool", "literal"]
+ScalarKind = Literal["int", "str", "bool", "literal", "model"]
 
 
 @dataclass(frozen=True)
 class Scalar:
-    """Type and constraints of one scalar (a field, or the items of a list field)."""
+    """Type and constraints of one scalar (a field, or the items of a list field) -- or, kind
+    ``model``, of a nested model (the items of a list field): its ``fields``, in model order."""
 
     kind: ScalarKind
     ge: int | None = None
@@ -90,6 +92,7 @@ class Scalar:
     max_length: int | None = None
     pattern: str | None = None
     literals: tuple[Any, ...] = ()
+    fields: tuple[FieldRule, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -109,8 +112,15 @@ class FieldRule:
         base = _spark_scalar_type(self.scalar)
         return ArrayType(base, containsNull=True) if self.is_list else base
 
+    @property
+    def is_model_list(self) -> bool:
+        """A list of nested models (``replica_samples``)."""
+        return self.is_list and self.scalar.kind == "model"
+
 
 def _spark_scalar_type(s: Scalar) -> DataType:
+    if s.kind == "model":
+        return StructType([StructField(f.name, f.spark_type, True) for f in s.fields])
     if s.kind == "str":
         return StringType()
     if s.kind == "bool":
@@ -157,6 +167,26 @@ def _scalar(annotation: Any, metadata: list[Any]) -> Scalar:
     return Scalar(kinds[annotation], **_constraints(meta))
 
 
+def _model_scalar(model: type[BaseModel]) -> Scalar:
+    """The items of a list of nested models: the model's own fields, in model order.
+
+    Supported: strict models that ignore unknown keys (as the events), whose fields are
+    scalars (no literal) without a default other than None -- what the typed row, the
+    diagnosis and the typed path's proof (:func:`_typed_model_list_ok_sql`) know."""
+    config = model.model_config
+    if not config.get("strict") or config.get("extra", "ignore") != "ignore":
+        raise TypeError(f"schema derivation: {model.__name__} must be strict, extra='ignore'")
+    fields = tuple(_field_rule(n, f) for n, f in model.model_fields.items())
+    for f in fields:
+        if f.is_list or f.scalar.kind in ("literal", "model"):
+            raise TypeError(f"schema derivation: {model.__name__}.{f.name}: scalars only")
+        if f.default is not None:
+            raise TypeError(f"schema derivation: {model.__name__}.{f.name}: defaults but None")
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", f.name):
+            raise TypeError(f"schema derivation: {model.__name__}.{f.name}: not an identifier")
+    return Scalar("model", fields=fields)
+
+
 def _field_rule(name: str, info: FieldInfo) -> FieldRule:
     annotation: Any = info.annotation
     nullable = False
@@ -174,9 +204,10 @@ def _field_rule(name: str, info: FieldInfo) -> FieldRule:
     if typing.get_origin(annotation) is list:
         (item,) = typing.get_args(annotation)
         list_meta = _constraints(info.metadata)
+        is_model = isinstance(item, type) and issubclass(item, BaseModel)
         return FieldRule(
             name,
-            _scalar(item, []),
+            _model_scalar(item) if is_model else _scalar(item, []),
             True,
             list_meta.get("max_length"),
             required,
@@ -373,6 +404,33 @@ def _list_ok_sql(s: Scalar, x: str, t: str) -> str:
     return "(" + " OR ".join(conds) + ")"
 
 
+def _item_error_sql(s: Scalar, y: str) -> str:
+    """SQL: what is wrong with item ``y`` (a VARIANT) of a list of models, as the tail of
+    pydantic's location and message (``': Input should be an object'``, ``'.broker: field
+    required'``, ``'.log_end_offset: Input should be ...'``), or NULL when it is valid.
+
+    The first wrong field in model order (pydantic lists them all; the reason names the
+    list either way). Duplicate keys: the VARIANT keeps the last, as jiter. Unknown keys are
+    ignored (``extra="ignore"``, checked by :func:`_model_scalar`).
+    """
+    errs = []
+    for f in s.fields:
+        x = f"variant_get({y}, '$.{f.name}')"  # a plain identifier: no quoting needed
+        t = f"schema_of_variant({x})"
+        cases = [
+            f"WHEN {x} IS NULL THEN " + (f"'.{f.name}: field required'" if f.required else "NULL")
+        ]
+        if f.nullable:
+            cases.append(f"WHEN {t} = 'VOID' THEN NULL")
+        # a JSON null where not nullable: the scalar's type message (as pydantic's)
+        cases.append(f"ELSE concat('.{f.name}: ', {_scalar_error(f.scalar, x, t)})")
+        errs.append("CASE " + " ".join(cases) + " END")
+    return (
+        f"CASE WHEN {y} IS NULL OR NOT schema_of_variant({y}) LIKE 'OBJECT<%' "
+        f"THEN ': Input should be an object' ELSE coalesce({', '.join(errs)}) END"
+    )
+
+
 def _value_error_sql(r: FieldRule, x: str, t: str) -> str:
     """SQL: ``name: message`` when the present value ``x`` (type ``t``) breaks the rule, else NULL.
 
@@ -392,6 +450,17 @@ def _value_error_sql(r: FieldRule, x: str, t: str) -> str:
                 f"WHEN size({arr}) > {r.list_max_length} THEN concat('{name}: List should have at "
                 f"most {r.list_max_length} items after validation, not ', size({arr}))"
             )
+        if r.is_model_list:
+            # The first bad item (``replica_samples.1: ...``, ``replica_samples.0.broker:
+            # ...``); the slow path only (lambda functions), for records both fast
+            # acceptances refused -- every non-empty list of models (see _fast_ok_sql).
+            errs = f"transform({arr}, y -> {_item_error_sql(r.scalar, 'y')})"
+            first_bad = f"array_position(transform({errs}, e -> e IS NOT NULL), true)"
+            cases.append(
+                f"WHEN {first_bad} > 0 THEN concat('{name}.', {first_bad} - 1, "
+                f"element_at({errs}, cast({first_bad} AS INT)))"
+            )
+            return "CASE " + " ".join(cases) + " END"
         # Fast acceptance (no lambda functions: those are interpreted, not code-generated).
         ok = _list_ok_sql(r.scalar, x, t)
         item_err = _scalar_error(r.scalar, "y", "schema_of_variant(y)")
@@ -524,14 +593,20 @@ def _too_deep_sql(text: str) -> str:
 def _trailing_sql(text: str) -> str:
     """SQL: true when something follows the top-level value (Jackson stops reading there).
 
-    Only records not ending in ``}`` or with a ``}`` followed by something that cannot follow
-    a closing brace in JSON are candidates; for those the structure is scanned exactly.
+    Candidates, for which the structure is scanned exactly: records not ending in ``}``, and
+    records with a ``}`` followed by anything but whitespace. Complete: a trailing value
+    after the top-level object either does not end in ``}``, or follows the object's ``}``
+    (after whitespace). Not only what cannot follow a closing brace in JSON (``}x``): a
+    trailing ``}`` (``{..}}``), ``,{}`` or ``][{}`` follow it the way a nested object's
+    closing brace is followed in valid JSON (found by the round-record hostile cases). So
+    every record with a nested object is a candidate -- on this slow path only, for
+    records both fast acceptances refused.
     """
     candidate = (
         # rtrim, not a regular expression: '\\s+$' backtracks from every space of a long
         # run (100k spaces then x: 12.7 s); the set is Java's \\s.
         f"(NOT trim(TRAILING ' \\t\\n\\r\\u000C\\u000B' FROM {text}) LIKE '%}}' "
-        f"OR {text} RLIKE '\\\\}}\\\\s*[^\\\\s,\\\\]}}]')"
+        f"OR {text} RLIKE '\\\\}}\\\\s*\\\\S')"
     )
     scan = (
         f"aggregate(split({_strip_strings_sql(text)}, ''), named_struct('d', 0, 'x', false, "
@@ -652,7 +727,11 @@ def _fast_ok_sql(r: FieldRule) -> str:
     alts: list[str] = []
     if r.nullable:
         alts.append(f"{t} = 'VOID'")
-    if r.is_list:
+    if r.is_model_list:
+        # The empty list only: a non-empty list of models (``}`` inside, so refused by
+        # _fast_precheck_sql anyway) gets the full diagnosis, which accepts a valid one.
+        alts.append(f"({t} = 'ARRAY<VOID>' AND size({v}) = 0)")
+    elif r.is_list:
         conds = [f"{t} = 'ARRAY<BIGINT>'", f"element_at(sort_array({v}), 1) IS NOT NULL"]
         if r.list_max_length is not None:
             conds.append(f"size({v}) <= {r.list_max_length}")
@@ -691,7 +770,8 @@ def _fast_precheck_sql(raw: str) -> str:
     return (
         f"({raw} IS NOT NULL AND is_valid_utf8({text}) AND `s` IS NOT NULL "
         f"AND `s`.`_corrupt` IS NULL AND startswith({text}, '{{') AND endswith({text}, '}}') "
-        # exactly one '}' (the contract has no object fields): no trailing value possible
+        # exactly one '}' (no object but the event's own: a list of models is accepted here
+        # only when empty -- see _fast_ok_sql): no trailing value possible
         f"AND length({text}) - length(replace({text}, '}}', '')) = 1 "
         # fewer than JSON_MAX_DEPTH+1 opening brackets fit: never too deep
         f"AND length({text}) <= {2 * JSON_MAX_DEPTH + 1} "
@@ -722,7 +802,7 @@ def fast_ok_sql(raw: str = "value") -> str:
 
 #: First characters of every text the typed reader makes of a non-string token for a string
 #: field: a number (``-``, digits), an object, an array, a non-finite double (quoted). (An
-#: object also needs a second ``}``, which :func:`typed_ok_sql` refuses anyway.)
+#: object also needs a ``}`` of its own, which :func:`_braces_sql` refuses anyway.)
 _COERCED_FIRST = tuple('-0123456789"{[')
 #: ... and the whole text it makes of a boolean.
 _COERCED_WHOLE = ("true", "false")
@@ -763,9 +843,58 @@ def typed_struct(raw: str = "value") -> Column:
     return F.expr(f"from_json(cast({raw} AS STRING), '{ddl}', {_FROM_JSON_OPTIONS})")
 
 
+def _typed_model_list_ok_sql(r: FieldRule, v: str) -> str:
+    """SQL: the non-null typed list of models ``v`` is what pydantic accepts -- given the
+    record-level brace count of :func:`typed_ok_sql` (one ``}`` per item).
+
+    What the typed reader does with an item (Spark 4, either ``enablePartialResults``): an
+    object becomes a struct (unknown keys skipped, names case-sensitive, the last of
+    duplicate keys kept, as jiter; a known field takes only its own token type in range,
+    else the record is corrupt); a JSON null becomes a null item; any other token (number,
+    string, boolean, array) makes the record corrupt. So, once not corrupt, an item is
+    either an object or null, and a field of it null either way (absent or JSON null).
+
+    * Every item non-null, every required field non-null: the extracted array of a required
+      field (``v.broker``: null for a null item too) has no null -- ``sort_array`` puts nulls
+      first. Without a required field, the structs themselves are sorted (null first).
+      This is also what makes the brace count sound: each item counted by ``size`` is an
+      object, and so holds its own ``}``.
+    * Ranges: ``array_min``/``array_max`` of the extracted arrays (they skip nulls: a
+      nullable field's all-null array gives NULL, which is no error: coalesce).
+    * Absent and null read alike, so only fields where pydantic accepts both or neither are
+      provable: required and not nullable, or nullable with default None. Integer and
+      boolean fields only (a string field would read any token as text). A model with
+      another field gets no typed proof: a non-empty list takes the VARIANT path.
+
+    Field extraction from an array of structs and the array functions are code-generated;
+    lambda functions (``forall``, ``transform``) are interpreted, and cost per record.
+    """
+    fields = r.scalar.fields
+    conds = []
+    if r.list_max_length is not None:
+        conds.append(f"size({v}) <= {r.list_max_length}")
+    provable = all(f.scalar.kind in ("int", "bool") and f.required != f.nullable for f in fields)
+    if not provable:
+        return "(" + " AND ".join([*conds, f"size({v}) = 0"]) + ")"
+    required = [f for f in fields if f.required]
+    items = [f"try_element_at(sort_array({v}.`{f.name}`), 1) IS NOT NULL" for f in required] or [
+        f"try_element_at(sort_array({v}), 1) IS NOT NULL"
+    ]
+    for f in fields:
+        if f.scalar.kind != "int":
+            continue
+        col = f"{v}.`{f.name}`"
+        bounds = _bounds_sql(f.scalar, f"array_min({col})", f"array_max({col})")
+        items += [f"coalesce({b}, true)" if f.nullable else b for b in bounds]
+    conds.append(f"(size({v}) = 0 OR ({' AND '.join(items)}))")
+    return "(" + " AND ".join(conds) + ")"
+
+
 def _typed_value_ok_sql(r: FieldRule, v: str) -> str:
     """SQL: the non-null typed value ``v`` of the field is what pydantic accepts."""
     s = r.scalar
+    if r.is_model_list:
+        return _typed_model_list_ok_sql(r, v)
     if r.is_list:
         if s.kind != "int":
             raise TypeError("schema derivation: only lists of integers are supported")
@@ -822,28 +951,55 @@ def _kind_literal_ok() -> None:
 _kind_literal_ok()
 
 
+def _braces_sql(kind: str, text: str) -> str:
+    """SQL: ``text`` holds exactly as many ``}`` as the typed reading of a ``kind`` event has
+    objects: the event itself, plus one per item of each list of models (a byte count: in
+    valid UTF-8 the byte of ``}`` is never part of another character).
+
+    Why this proves one object with nothing after it, and no other object anywhere: the
+    record is not corrupt, so Jackson read one complete object from the start of the text,
+    and every item it kept in a list of models is an object within it (non-null items:
+    :func:`_typed_model_list_ok_sql`, ANDed in the same kind's branch) with its own
+    closing brace. So the parsed object alone holds at least 1 + (items) braces; the text
+    holding no more means no ``}`` outside it -- since the text ends with ``}``, nothing
+    follows it (no trailing value) -- and none inside but those: no nested object in an
+    unknown key or an item's unknown key, none in an earlier duplicate of a list, no ``}``
+    in a string. For a kind without a list of models: exactly one ``}``.
+    """
+    items = "".join(
+        f" - coalesce(array_size(`p`.`{r.name}`), 0)" for r in RULES[kind] if r.is_model_list
+    )
+    return f"octet_length(replace({text}, '}}', '')) = octet_length({text}) - 1{items}"
+
+
 def typed_ok_sql(raw: str = "value") -> str:
     """SQL: the typed reading ``p`` of the record is certainly what pydantic accepts.
 
     Record-level proofs first (the cheap ones of :func:`_fast_precheck_sql`): UTF-8 (the
-    typed reader would replace bad bytes), one object with nothing after it (exactly one
-    ``}``, the last character: no trailing value, no nested object hiding a key), no
+    typed reader would replace bad bytes), one object with nothing after it (as many ``}``
+    as the typed reading has objects, the last character: see :func:`_braces_sql`), no
     surrogate ``\\u`` escape (no lone surrogate), too few brackets to be nested
-    beyond jiter's limit, no corrupt field; then, per kind, every field. Byte-level tests
-    (``contains``, ``octet_length``, ``endswith``) where they suffice: ``instr`` and ``length``
-    walk the characters, and cost up to 2 us/record more.
+    beyond jiter's limit, no corrupt field; then, per kind, the brace count and every field.
+    Byte-level tests (``contains``, ``octet_length``, ``endswith``) where they suffice:
+    ``instr`` and ``length`` walk the characters, and cost up to 2 us/record more.
     """
     text = f"cast({raw} AS STRING)"
-    brackets = f"(length({text}) - length(translate({text}, '[{{', '')))"
+    # Bytes, not characters (valid UTF-8: '[' and '{' are never part of another character):
+    # length(translate(..)) walks the characters and cost 12 us/record more, paid by every
+    # record over 401 bytes -- every round record.
+    brackets = (
+        f"(2 * octet_length({text}) - octet_length(replace({text}, '[', '')) "
+        f"- octet_length(replace({text}, '{{', '')))"
+    )
     per_kind = " ".join(
-        f"WHEN {_sql_str(k)} THEN " + " AND ".join(_typed_field_ok_sql(r, text) for r in RULES[k])
+        f"WHEN {_sql_str(k)} THEN "
+        + " AND ".join([_braces_sql(k, text), *(_typed_field_ok_sql(r, text) for r in RULES[k])])
         for k in KINDS
     )
     return (
         f"coalesce(`p` IS NOT NULL AND `p`.`{_TYPED_CORRUPT}` IS NULL AND is_valid_utf8({text}) "
         # startswith: belt and braces (a top-level non-object is a corrupt record anyway)
         f"AND startswith({text}, '{{') AND endswith({text}, '}}') "
-        f"AND octet_length(replace({text}, '}}', '')) = octet_length({text}) - 1 "
         # a surrogate escape (a lone one is skipped by Jackson in an unknown field, refused by
         # jiter); other \u escapes (json.dumps writes every non-ASCII character so) are fine
         f"AND (NOT contains({text}, '\\\\u') OR NOT {text} RLIKE {_sql_str(_SURROGATE_ESCAPE)}) "
@@ -941,9 +1097,10 @@ def python_reason(raw: bytes | str) -> str | None:
     return None
 
 
-_FIELD_RE = re.compile(r"(?:^|; )([A-Za-z_][\w]*)(?:\.\d+)?:")
+_FIELD_RE = re.compile(r"(?:^|; )([A-Za-z_][\w]*)(?:\.\w+)*:")
 
 
 def reason_fields(reason: str) -> list[str]:
-    """The field names a reason mentions, in order (``'a: x; b.1: y'`` -> ``['a', 'b']``)."""
+    """The (top-level) field names a reason mentions, in order (``'a: x; b.1: y; c.0.d: z'``
+    -> ``['a', 'b', 'c']``)."""
     return _FIELD_RE.findall(reason)

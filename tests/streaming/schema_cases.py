@@ -1,6 +1,7 @@
 """Records and verdict comparison shared by the schema tests (``test_schema.py``,
-``test_typed_path.py``): one valid event of each kind, the scenario files' lines, and the
-check that pydantic and the Spark SQL validation give every record the same verdict."""
+``test_typed_path.py``): one valid event of each kind (and a round record), the scenario
+files' lines, and the check that pydantic and the Spark SQL validation give every record the
+same verdict."""
 
 from __future__ import annotations
 
@@ -53,7 +54,24 @@ CONFIG = {
     "min_insync_replicas": 2,
     "unclean_leader_election_enable": False,
 }
-BASES = [BROKER, PARTITION, REPLICA, CONFIG]
+#: A round record: the partition event carrying its replicas' samples of the round (one
+#: with its own stamp, one with explicit nulls).
+PARTITION_ROUND = {
+    **PARTITION,
+    "observed_at": 1_700_000_000_200,
+    "replica_samples": [
+        {"broker": 1, "log_end_offset": 12, "log_start_offset": 0, "high_watermark": 10},
+        {"broker": 2, "log_end_offset": 11, "fetch_lag": 1, "observed_at": 1_700_000_000_050},
+        {
+            "broker": 3,
+            "log_end_offset": 9,
+            "log_start_offset": None,
+            "high_watermark": None,
+            "fetch_lag": None,
+        },
+    ],
+}
+BASES = [BROKER, PARTITION, REPLICA, CONFIG, PARTITION_ROUND]
 
 
 def with_tail(base: dict[str, Any], tail: str) -> bytes:

@@ -10,6 +10,7 @@ accepted or rejected (in = accepted + dead-lettered).
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 
@@ -24,6 +25,7 @@ from tests.streaming.schema_cases import (
     BROKER,
     CONFIG,
     PARTITION,
+    PARTITION_ROUND,
     REPLICA,
     compare,
     scenario_records,
@@ -32,6 +34,74 @@ from tests.streaming.schema_cases import (
 )
 
 pytestmark = pytest.mark.spark
+
+#: A valid sample (replica_samples item) as JSON text.
+SAMPLE = '{"broker":1,"log_end_offset":5}'
+
+
+def samples(raw: str) -> bytes:
+    """The round record with its ``replica_samples`` replaced by raw JSON text (a duplicate
+    key after the valid list: the last one counts, for both readers)."""
+    return with_tail(PARTITION_ROUND, ',"replica_samples":' + raw)
+
+
+#: Round records (lists of nested models): every way an item or the list can be wrong, and
+#: the valid edge cases.
+ROUND_HOSTILE: list[bytes] = [
+    samples("5"),
+    samples('"x"'),
+    samples("{}"),
+    samples(SAMPLE),  # an object, not a list of them
+    samples("[null]"),
+    samples(f"[{SAMPLE},null]"),
+    samples("[5]"),
+    samples('["x"]'),
+    samples("[[1]]"),
+    samples("[true]"),
+    samples("[{}]"),
+    samples(f"[{SAMPLE},{{}},5]"),  # the first bad item is reported
+    samples('[{"log_end_offset":5}]'),
+    samples('[{"broker":1}]'),
+    samples('[{"broker":null,"log_end_offset":5}]'),
+    samples('[{"broker":1,"log_end_offset":-1}]'),
+    samples('[{"broker":1,"log_end_offset":9223372036854775808}]'),
+    samples('[{"broker":1,"log_end_offset":9223372036854775807}]'),
+    samples('[{"broker":2147483648,"log_end_offset":5}]'),
+    samples('[{"broker":-1,"log_end_offset":5}]'),
+    samples('[{"broker":1,"log_end_offset":"5"}]'),
+    samples('[{"broker":1,"log_end_offset":5.0}]'),
+    samples('[{"broker":1,"log_end_offset":5e0}]'),
+    samples('[{"broker":true,"log_end_offset":5}]'),
+    samples('[{"broker":1,"log_end_offset":[5]}]'),
+    samples('[{"broker":1,"log_end_offset":5,"fetch_lag":-1}]'),
+    samples('[{"broker":1,"log_end_offset":5,"fetch_lag":"1"}]'),
+    samples('[{"broker":1,"log_end_offset":5,"observed_at":-1}]'),
+    samples('[{"broker":1,"log_end_offset":5,"observed_at":null,"high_watermark":null}]'),
+    samples('[{"broker":1,"log_end_offset":5,"x":{"y":{"broker":"z"}}}]'),  # unknown: ignored
+    samples('[{"broker":1,"log_end_offset":5,"x":"}"}]'),
+    samples('[{"broker":1,"log_end_offset":5,"x":""broker":-1}"}]'),
+    samples('[{"broker":1,"log_end_offset":5,"x":NaN}]'),
+    samples('[{"broker":1,"log_end_offset":5,"Broker":-7}]'),
+    samples('[{"broker":1,"log_end_offset":5,"broker":null}]'),  # duplicates: the last counts
+    samples('[{"broker":null,"log_end_offset":5,"broker":1}]'),
+    samples('[{"broker":"x","log_end_offset":5,"broker":1}]'),
+    samples('[{"broker":1,"log_end_offset":5,"broker":"x"}]'),
+    samples("[" + ",".join([SAMPLE] * 1025) + "]"),
+    samples("[" + ",".join([SAMPLE] * 1024) + "]"),
+    samples("[" + ",".join(['{"broker":1,"log_end_offset":-5}'] * 1025) + "]"),
+    samples("[]"),
+    samples("null"),
+    with_tail(PARTITION_ROUND, ',"replica_samples":null,"replica_samples":[{}]'),
+    with_tail(PARTITION, ',"replica_samples":[null],"x":{}'),
+    with_tail(PARTITION, ',"replica_samples":[null]'),  # no '}' but the event's own
+    with_tail(PARTITION, ',"replica_samples":[null,null]'),
+    json.dumps(PARTITION_ROUND).encode() + b"{}",
+    json.dumps(PARTITION_ROUND).encode() + b" }",
+    # another kind: an unknown key, ignored whatever it holds
+    with_tail(BROKER, ',"replica_samples":[null]'),
+    with_tail(BROKER, ',"replica_samples":[{"broker":-1}]'),
+    with_tail(REPLICA, ',"replica_samples":5'),
+]
 
 HOSTILE: list[bytes] = [
     b"",
@@ -56,6 +126,10 @@ HOSTILE: list[bytes] = [
     json.dumps(BROKER).encode() + b" x",
     json.dumps(BROKER).encode() + b" {}",
     json.dumps(BROKER).encode() + b"\n",
+    # after the object, what may follow a nested object's closing brace (found by the round
+    # records: the VARIANT path took these for valid)
+    *(json.dumps(BROKER).encode() + t for t in (b"}", b" }", b",{}", b"][{}", b"]", b"}}")),
+    with_tail(BROKER, ',"x":"{"') + b"}",  # a brace in a string balances the count
     with_tail(BROKER, ',"broker":"5"'),
     with_tail(BROKER, ',"broker":5.0'),
     with_tail(BROKER, ',"broker":1e0'),
@@ -138,6 +212,7 @@ HOSTILE: list[bytes] = [
     with_tail(CONFIG, ',"replication_factor":0'),
     with_tail(CONFIG, ',"replication_factor":1025'),
     with_tail(CONFIG, ',"unclean_leader_election_enable":0'),
+    *ROUND_HOSTILE,
 ]
 
 
@@ -153,6 +228,11 @@ def test_struct_is_derived_from_the_contract() -> None:
     assert names["replicas"] == "array<int>"
     assert names["topic"] == "string"
     assert names["alive"] == "boolean"
+    # a list of nested models: a struct of the model's fields, in model order
+    assert names["replica_samples"] == (
+        "array<struct<broker:int,log_end_offset:bigint,log_start_offset:bigint,"
+        "high_watermark:bigint,fetch_lag:bigint,observed_at:bigint>>"
+    )
     assert set(S.KINDS) == {"partition", "replica", "topic_config", "topic_deleted", "broker"}
     topic = next(r for r in S.RULES["partition"] if r.name == "topic")
     assert topic.scalar.pattern == "^[a-zA-Z0-9._-]+$" and topic.scalar.max_length == 249
@@ -175,6 +255,33 @@ def test_hostile_records_agree(spark: Any) -> None:
         "topic: String should match pattern '^[a-zA-Z0-9._-]+$'"
     )
     assert str(sp[json.dumps({"kind": "partition"}).encode()]).endswith("more")
+    # Lists of models: pydantic's own words where it reports one error.
+    # (not: a number past 2**63-1, "less than or equal to" for pydantic and "a valid integer"
+    # here; jiter's words for invalid JSON)
+    single = [
+        r
+        for r in ROUND_HOSTILE
+        if (p := S.python_reason(r))
+        and "; " not in p
+        and not p.startswith("invalid JSON")
+        and b"9223372036854775808" not in r
+    ]
+    assert len(single) > 15
+    assert [sp[r] for r in single] == [S.python_reason(r) for r in single]
+    assert sp[samples("[null]")] == "replica_samples.0: Input should be an object"
+    assert sp[samples('[{"log_end_offset":5}]')] == "replica_samples.0.broker: field required"
+    assert sp[samples(f"[{SAMPLE},{{}},5]")] == "replica_samples.1.broker: field required"
+    assert sp[samples("5")] == "replica_samples: Input should be a valid array"
+    assert sp[samples('[{"broker":-1,"log_end_offset":5}]')] == (
+        "replica_samples.0.broker: Input should be greater than or equal to 0"
+    )
+
+
+def test_reason_fields_names_the_top_level_field() -> None:
+    assert S.reason_fields(
+        "replica_samples.0.broker: field required; replica_samples.1: Input should be an "
+        "object; isr.2: x; topic: y; invalid JSON: z"
+    ) == ["replica_samples", "replica_samples", "isr", "topic"]
 
 
 def test_reasons_show_a_few_dozen_characters_of_a_value(spark: Any) -> None:
@@ -204,7 +311,8 @@ def test_typed_columns_match_to_model(spark: Any) -> None:
         with_tail(PARTITION, ',"eligible_leader_replicas":[2],"offline_replicas":[3]')
     ]
     df = spark.createDataFrame([(i, r) for i, r in enumerate(records)], "i long, value binary")
-    rows = {r.i: r.asDict() for r in S.validate(df).collect()}
+    rows = {r.i: r.asDict(recursive=True) for r in S.validate(df).collect()}
+    assert PARTITION_ROUND in BASES
     for i, raw in enumerate(records):
         ev = parse_event(raw)
         row = rows[i]
@@ -235,11 +343,35 @@ _json_values = st.recursive(
 )
 
 
+def _mutate_samples(draw: st.DrawFn, base: dict[str, Any]) -> None:
+    """Break (or not) one item of ``replica_samples`` (given to any kind that lacks it)."""
+    items: Any = base.get("replica_samples")
+    if not isinstance(items, list):
+        items = base["replica_samples"] = copy.deepcopy(PARTITION_ROUND["replica_samples"])
+    action = draw(st.sampled_from(["drop", "replace", "add", "item", "non-object"]))
+    i = draw(st.integers(0, max(0, len(items) - 1)))
+    item = items[i] if items else None
+    if action in ("drop", "replace") and isinstance(item, dict) and item:
+        key = draw(st.sampled_from(sorted(item)))
+        if action == "drop":
+            item.pop(key)
+        else:
+            item[key] = draw(_json_values)
+    elif action == "add" and isinstance(item, dict):
+        item[draw(st.sampled_from(["broker", "fetch_lag", "observed_at", "x"]))] = draw(
+            _json_values
+        )
+    elif action == "item":
+        items.append({"broker": draw(st.integers(-1, 3)), "log_end_offset": draw(_json_values)})
+    elif items:
+        items[i] = draw(_json_scalars | st.lists(_json_scalars, max_size=2))
+
+
 @st.composite
 def _records(draw: st.DrawFn) -> bytes:
-    base = dict(draw(st.sampled_from(BASES)))
+    base = copy.deepcopy(draw(st.sampled_from(BASES)))
     for _ in range(draw(st.integers(0, 3))):
-        action = draw(st.sampled_from(["drop", "replace", "add", "kind", "list"]))
+        action = draw(st.sampled_from(["drop", "replace", "add", "kind", "list", "samples"]))
         keys = sorted(base)
         if action == "drop" and keys:
             base.pop(draw(st.sampled_from(keys)))
@@ -253,6 +385,8 @@ def _records(draw: st.DrawFn) -> bytes:
             base[draw(st.sampled_from(["replicas", "isr", "offline_replicas"]))] = draw(
                 st.lists(st.integers(-2, 2**31), max_size=5)
             )
+        elif action == "samples":
+            _mutate_samples(draw, base)
     return json.dumps(base, ensure_ascii=draw(st.booleans())).encode()
 
 

@@ -9,7 +9,9 @@ would fall into without one guard of ``streaming.schema.typed_ok_sql``. Every tr
 invalid to pydantic; the tests check that the typed path refuses each one (so removing its
 guard fails the test) and that the full validation still agrees with pydantic. Valid
 records the typed path must keep (so that the guards are not simply refusing everything)
-are checked too, and the VARIANT path must give them the same columns.
+are checked too, and the VARIANT path must give them the same columns. Round records (a
+``partition`` event with ``replica_samples``, a list of nested models) take the typed path
+too: one record per partition per round.
 """
 
 from __future__ import annotations
@@ -21,16 +23,19 @@ from typing import Any
 import pytest
 
 from monitor.contract.events import parse_event
+from monitor.dev.rounds import fold
 from streaming import schema as S
 from tests.streaming.schema_cases import (
     BROKER,
     CONFIG,
     PARTITION,
+    PARTITION_ROUND,
     REPLICA,
     compare,
     scenario_records,
     with_tail,
 )
+from tests.streaming.test_schema import HOSTILE
 
 pytestmark = pytest.mark.spark
 
@@ -44,6 +49,15 @@ def _replace(ev: dict[str, Any], key: str, raw_value: str) -> bytes:
     marker = "__raw__"
     text = json.dumps({**ev, key: marker}, separators=(",", ":"))
     return text.replace(json.dumps(marker), raw_value).encode()
+
+
+def _samples(raw_items: str, tail: str = "") -> bytes:
+    """The round record with raw JSON text for ``replica_samples``, then ``tail`` inside."""
+    return _replace(PARTITION_ROUND, "replica_samples", raw_items)[:-1] + tail.encode() + b"}"
+
+
+#: A valid sample (replica_samples item) as JSON text.
+SAMPLE = '{"broker":1,"log_end_offset":5}'
 
 
 #: guard of ``typed_ok_sql`` -> records that only this guard keeps off the typed path.
@@ -83,6 +97,39 @@ TRAPS: dict[str, list[bytes]] = {
         with_tail(BROKER, ',"broker":"5"'),  # duplicate: the earlier valid 1 stays in the struct
         with_tail(BROKER, ',"alive":"true"'),
         with_tail(CONFIG, ',"replication_factor":3.0'),
+        # a list of models: any item but an object or null, any field not its own type
+        _samples("5"),
+        _samples('"x"'),
+        _samples(SAMPLE),
+        _samples("[5]"),
+        _samples('["x"]'),
+        _samples("[[1]]"),
+        _samples("[true]"),
+        _samples(f"[{SAMPLE},5]"),
+        _samples('[{"broker":"1","log_end_offset":5}]'),
+        _samples('[{"broker":true,"log_end_offset":5}]'),
+        _samples('[{"broker":2147483648,"log_end_offset":5}]'),
+        _samples('[{"broker":1,"log_end_offset":5.0}]'),
+        _samples('[{"broker":1,"log_end_offset":9223372036854775808}]'),
+        _samples('[{"broker":1,"log_end_offset":""}]'),
+        _samples('[{"broker":1,"log_end_offset":5,"fetch_lag":"1"}]'),
+        _samples('[{"broker":1,"log_end_offset":5,"fetch_lag":[1]}]'),
+        _samples('[{"broker":1,"log_end_offset":5,"broker":"x"}]'),  # duplicate: the last
+    ],
+    # The typed reader keeps a JSON null item (a null struct) and reads a field's JSON null
+    # like its absence. Each record here has a '}' in the right place for the brace count
+    # (the sample list's size counts the null item): only the item checks refuse them.
+    "every item an object with its required fields": [
+        _samples("[null]", ',"x":{}'),
+        _samples(f"[{SAMPLE},null]", ',"x":"}"'),
+        _dump({**PARTITION, "replica_samples": [None]}) + b"{}",  # and a trailing value
+        _dump({**PARTITION, "replica_samples": [None, None]}) + b" {}}",
+        _samples("[{}]"),
+        _samples('[{"log_end_offset":5}]'),
+        _samples('[{"broker":1}]'),
+        _samples('[{"broker":null,"log_end_offset":5}]'),
+        _samples('[{"broker":1,"log_end_offset":5,"broker":null}]'),
+        _samples(f'[{SAMPLE},{{"broker":2,"log_end_offset":null,"fetch_lag":0}}]'),
     ],
     # JSON null and an absent key both read as null: only an absent key is valid for a
     # defaulted, non-nullable field (offline_replicas: default [], null refused).
@@ -123,6 +170,11 @@ TRAPS: dict[str, list[bytes]] = {
         with_tail(PARTITION, ',"topic":""'),
         with_tail(BROKER, ',"schema_version":2'),
         with_tail(BROKER, ',"kind":"nope"'),
+        _samples('[{"broker":-1,"log_end_offset":5}]'),
+        _samples(f'[{SAMPLE},{{"broker":1,"log_end_offset":-1}}]'),
+        _samples('[{"broker":1,"log_end_offset":5,"fetch_lag":-1}]'),  # nullable, present
+        _samples('[{"broker":1,"log_end_offset":5,"observed_at":-1,"fetch_lag":null}]'),
+        _samples(f'[{SAMPLE},{{"broker":1,"log_end_offset":5,"high_watermark":-9}}]'),
     ],
     # Invalid bytes become U+FFFD for the typed reader.
     "valid UTF-8": [
@@ -131,12 +183,19 @@ TRAPS: dict[str, list[bytes]] = {
         _dump(BROKER)[:-1] + b',"x":"\xed\xa0\x80"}',  # a surrogate, UTF-8 encoded (CESU)
     ],
     # The typed reader stops after the first value; pydantic refuses what follows.
-    "ends with the object's only closing brace": [
+    "as many closing braces as objects read, the last character": [
         _dump(BROKER) + b" x",
         _dump(BROKER) + b" 5",
         _dump(BROKER) + b'"x"',
         _dump(BROKER) + b" {}",
         _dump(BROKER) + b'{"kind":"x"}',
+        _dump(PARTITION_ROUND) + b"}",
+        _dump(PARTITION_ROUND) + b" {}",
+        _dump(PARTITION_ROUND) + b",{}",
+        _dump(PARTITION_ROUND) + b'{"replica_samples":[]}',
+        # a kind without a list of models counts one brace, whatever list it holds
+        _dump({**BROKER, "replica_samples": [None, None]}) + b"}}",
+        _dump({**BROKER, "replica_samples": [{}]}) + b"{}",
     ],
     # Jackson allows 1000 levels, jiter 200.
     "not nested beyond jiter's limit": [
@@ -175,6 +234,36 @@ TYPED_OK: list[bytes] = [
     with_tail(BROKER, ',"broker":-0'),
     with_tail(BROKER, ',"x":' + "[" * 150 + "]" * 150),
     _dump({**PARTITION, "replicas": list(range(200)), "isr": list(range(200))}),  # > 401 bytes
+    # round records
+    _dump(PARTITION_ROUND),
+    json.dumps(PARTITION_ROUND, indent=1).encode(),
+    json.dumps(PARTITION_ROUND, indent="\t").encode()[:-2] + b"\r\n}",
+    _dump({**PARTITION_ROUND, "replica_samples": []}),
+    _dump({**PARTITION_ROUND, "replica_samples": None}),
+    _dump({**PARTITION_ROUND, "replica_samples": [{"broker": 0, "log_end_offset": 0}]}),
+    _dump(
+        {
+            **PARTITION_ROUND,
+            "replica_samples": [
+                {
+                    "broker": 2**31 - 1,
+                    "log_end_offset": 2**63 - 1,
+                    "log_start_offset": 2**63 - 1,
+                    "high_watermark": 0,
+                    "fetch_lag": 2**63 - 1,
+                    "observed_at": 0,
+                }
+            ]
+            * 3,
+        }
+    ),
+    _samples(f"[{SAMPLE},{SAMPLE},{SAMPLE},{SAMPLE},{SAMPLE},{SAMPLE},{SAMPLE}]"),
+    # unknown keys in an item (names are case-sensitive), whatever they hold but objects
+    _samples('[{"broker":1,"log_end_offset":5,"Broker":7,"x":[1,"a",null,[]],"y":"]"}]'),
+    _samples('[{"broker":null,"log_end_offset":5,"broker":3}]'),  # duplicate: the last
+    _samples(f'[{SAMPLE},{{"broker":2,"log_end_offset":9,"fetch_lag":null,"fetch_lag":4}}]'),
+    # an unknown key of another kind: ignored by pydantic, one brace for the kind
+    _dump({**BROKER, "replica_samples": [None]}),
 ]
 
 #: Valid records the typed path refuses (unproven spellings): the VARIANT path accepts them.
@@ -191,6 +280,15 @@ VARIANT_ONLY: list[bytes] = [
     with_tail(BROKER, ',"x":{"y":1}'),
     with_tail(PARTITION, ',"x":"offline_replicas"'),
     with_tail(PARTITION, ',"x":"\\u00e9"'),  # no offline_replicas, and a \u escape
+    # round records: another object, a '}' in a string, an earlier list, too many brackets
+    _dump(PARTITION_ROUND) + b"\n",
+    _samples('[{"broker":1,"log_end_offset":5,"x":{"y":1}}]'),
+    _samples('[{"broker":1,"log_end_offset":5,"x":"}"}]'),
+    _samples(f"[{SAMPLE}]", ',"x":{}'),
+    _samples(f"[{SAMPLE}]", ',"replica_samples":null'),
+    _samples(f"[{SAMPLE}]", ',"replica_samples":null,"replica_samples":[' + SAMPLE + "]"),
+    _dump({**BROKER, "replica_samples": [{"broker": 1}]}),
+    _samples("[" + ",".join([SAMPLE] * 1024) + "]"),  # past the depth check's bracket count
 ]
 
 
@@ -245,12 +343,23 @@ def test_variant_only_records_still_accepted(spark: Any) -> None:
     compare(spark, VARIANT_ONLY)
 
 
+def test_typed_path_never_accepts_a_hostile_record(spark: Any, partial_results: str) -> None:
+    """None of the schema tests' hostile records that pydantic refuses is typed-accepted."""
+    refused = [r for r in HOSTILE if S.python_reason(r) is not None]
+    accepted = [r for r, ok in zip(refused, _typed_flags(spark, refused), strict=True) if ok]
+    assert not accepted, f"the typed path accepts {accepted[:3]!r}"
+
+
 def test_scenario_and_synthetic_records_take_the_typed_path(spark: Any) -> None:
-    """What the collector and the generator write is accepted on the typed path, all of it."""
+    """What the collector and the generator write is accepted on the typed path, all of it:
+    as replica events, and folded into round records (one record per partition per round)."""
     from monitor.dev.synth import generate
 
     synth = [_dump(e) for e in generate(300, 2, fault_rate=0.01, seed=3)]
-    records = scenario_records() + synth
+    events = [json.loads(r) for r in scenario_records() + synth]
+    rounds = [_dump(e) for e in fold(events) if "replica_samples" in e]
+    assert len(rounds) > 300
+    records = scenario_records() + synth + rounds
     flags = _typed_flags(spark, records)
     refused = [r for r, ok in zip(records, flags, strict=True) if not ok]
     assert not refused, f"{len(refused)} of {len(records)} refused, e.g. {refused[:2]!r}"
@@ -263,7 +372,7 @@ def test_both_paths_give_the_same_columns(spark: Any) -> None:
     assert all(_typed_flags(spark, typed)) and not any(_typed_flags(spark, variant))
     records = typed + variant
     df = spark.createDataFrame([(i, r) for i, r in enumerate(records)], "i long, value binary")
-    rows = {row.i: row.asDict() for row in S.validate(df).collect()}
+    rows = {row.i: row.asDict(recursive=True) for row in S.validate(df).collect()}
     for i, raw in enumerate(typed):
         a, b = rows[i], rows[i + len(typed)]
         for row in (a, b):
