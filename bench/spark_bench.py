@@ -35,6 +35,7 @@ import statistics
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -121,13 +122,15 @@ class MemorySampler(threading.Thread):
                 self.cpu_after_first = self.cpu_last
 
 
-def _events(partitions: int, rounds: int, seed: int) -> list[bytes]:
+def _events(partitions: int, rounds: int, seed: int, form: str) -> tuple[list[bytes], int]:
+    """The records, and how many model events they carry (a round record: 1 + its samples)."""
     from monitor.dev.synth import generate
 
-    return [
-        json.dumps(e, separators=(",", ":")).encode()
-        for e in generate(partitions, rounds, fault_rate=0.001, seed=seed)
-    ]
+    records, events = [], 0
+    for e in generate(partitions, rounds, fault_rate=0.001, seed=seed, form=form):
+        records.append(json.dumps(e, separators=(",", ":")).encode())
+        events += 1 + len(e.get("replica_samples", ()))
+    return records, events
 
 
 def _write_raw(folder: Path, events: list[bytes], per_batch: int) -> int:
@@ -170,9 +173,10 @@ def _ceiling_query(spark: Any, cfg: Any, work: Path) -> Any:
     from streaming.job import JobCounters, RunningJob, kafka_source
 
     p = kafka_source(spark, cfg).select(schema.typed_struct("value").alias("p")).select("p.*")
+    leo = F.coalesce(F.col("log_end_offset"), F.array_max("replica_samples.log_end_offset"))
     agg = p.groupBy("cluster", "topic", "partition").agg(
         F.count("*").alias("n"),
-        F.max("log_end_offset").alias("leo"),
+        F.max(leo).alias("leo"),
         F.max("high_watermark").alias("hw"),
         F.max("leader_epoch").alias("epoch"),
         F.max("observed_at").alias("observed_at"),
@@ -187,11 +191,148 @@ def _ceiling_query(spark: Any, cfg: Any, work: Path) -> Any:
     return RunningJob(query, JobCounters(), None)  # type: ignore[arg-type]
 
 
+@dataclass(frozen=True)
+class Per:
+    """What one input record carries on average: partition-rounds and model events."""
+
+    rounds: float
+    events: float
+
+
+def _measure(
+    args: Any,
+    job: Any,
+    jvm_pid: int,
+    work: Path,
+    per: Per,
+    counters: dict[str, Any] | None,
+) -> dict[str, float]:
+    """Drain the query, print its figures, return the headline ones."""
+    out: dict[str, float] = {}
+    sampler = MemorySampler(jvm_pid, job.query)
+    sampler.start()
+    load_before = os.getloadavg()
+    job.drain(timeout_s=7200, poll_s=0.2)
+    sampler.running = False
+    sampler.join()
+    sampler.sample()
+    load_after = os.getloadavg()
+    job.query.stop()
+    progress = [p for p in job.query.recentProgress if p["numInputRows"] > 0]
+    durations = [p["durationMs"]["triggerExecution"] / 1000 for p in progress]
+    rows = [p["numInputRows"] for p in progress]
+    steady_rows, steady_s = sum(rows[1:]), sum(durations[1:])
+    if counters is not None:
+        state_bytes, partitions = counters["state_bytes"], counters["partitions"]
+    else:
+        state_bytes, partitions = job.counters.state_bytes, job.counters.partitions
+    ck = sum(f.stat().st_size for f in (work / "checkpoint").rglob("*") if f.is_file())
+    print(
+        f"mode {args.mode}: {sum(rows)} records, {len(progress)} batches, "
+        f"{args.buckets} buckets, master {args.master}, form {args.form}"
+    )
+    if durations:
+        print(f"  first batch: {rows[0]} rows in {durations[0]:.1f}s (warm-up)")
+    if steady_s:
+        rate = steady_rows / steady_s
+        out["rounds_s"] = rate * per.rounds
+        print(
+            f"  sustained over {len(rows) - 1} batches: {rate * per.rounds:,.0f} "
+            f"partition-rounds/s, {rate * per.events:,.0f} events/s, {rate:,.0f} records/s"
+        )
+    if steady_rows and sampler.cpu_after_first is not None:
+        cpu = sampler.cpu_last - sampler.cpu_after_first
+        out["cpu_round_us"] = cpu / (steady_rows * per.rounds) * 1e6
+        print(
+            f"  CPU after the first batch: {cpu:.1f} s (JVM + Python) = "
+            f"{out['cpu_round_us']:.1f} us/partition-round, "
+            f"{cpu / (steady_rows * per.events) * 1e6:.1f} us/event, "
+            f"{cpu / steady_rows * 1e6:.1f} us/record; on 2 otherwise idle cores at most "
+            f"~{2 * steady_rows * per.rounds / cpu:,.0f} partition-rounds/s"
+        )
+    print(
+        f"  load average (1/5/15 min) before {' '.join(f'{x:.1f}' for x in load_before)}, "
+        f"after {' '.join(f'{x:.1f}' for x in load_after)}"
+    )
+    print(
+        f"  batch latency: p50 {_pct(durations[1:], 0.5):.2f}s  "
+        f"p99 {_pct(durations[1:], 0.99):.2f}s"
+        f"  max {max(durations[1:], default=float('nan')):.2f}s"
+    )
+    if partitions:
+        print(
+            f"  state: {state_bytes / partitions:.0f} B/partition pickled "
+            f"({state_bytes / 1e6:.1f} MB, {partitions} partitions); checkpoint dir "
+            f"{ck / 1e6:.1f} MB"
+        )
+    print(
+        f"  memory (peak RSS): driver JVM {sampler.peak_driver:.0f} MB, Python workers "
+        f"{sampler.peak_workers:.0f} MB, Python driver {sampler.peak_python_driver:.0f} MB"
+    )
+    if len(progress) > 1:
+        phases = sorted({k for p in progress[1:] for k in p["durationMs"]})
+        medians = {
+            k: _pct([p["durationMs"].get(k, 0) / 1000 for p in progress[1:]], 0.5) for k in phases
+        }
+        print(
+            "  per batch, median s (after the first): "
+            + ", ".join(f"{k} {v:.2f}" for k, v in medians.items())
+        )
+    sink_phases = list(job.counters.batch_phases)[1:] if args.mode != "stateful" else []
+    if sink_phases:
+        names = sorted({k for p in sink_phases for k in p})
+        print(
+            "  inside addBatch, median s (after the first): "
+            + ", ".join(f"{k} {_pct([p.get(k, 0.0) for p in sink_phases], 0.5):.2f}"
+                        for k in names)
+        )  # fmt: skip
+    if args.trigger_seconds > 0 and durations[1:]:
+        offered = args.batch_events / args.trigger_seconds
+        p99 = _pct(durations[1:], 0.99)
+        kept = "yes" if p99 <= args.trigger_seconds else "no: batches outlast the trigger"
+        print(
+            f"  offered rate {offered * per.rounds:,.0f} partition-rounds/s "
+            f"({args.batch_events} records per {args.trigger_seconds:g} s trigger); "
+            f"kept up: {kept}"
+        )
+    if progress:
+        print(f"  last batch durationMs: {progress[-1]['durationMs']}")
+        ops = progress[-1].get("stateOperators") or []
+        if ops:
+            print(
+                "  state operator:",
+                {k: v for k, v in ops[0].items() if k != "customMetrics"},
+            )
+            print(f"  state custom metrics: {ops[0].get('customMetrics')}")
+    if durations[1:]:
+        print(f"  batch durations: {', '.join(f'{d:.1f}' for d in durations)}")
+        print(f"  mean batch {statistics.mean(durations[1:]):.2f}s")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.spark_bench", description=__doc__)
     ap.add_argument("--partitions", type=int, default=100_000)
-    ap.add_argument("--rounds", type=int, default=6, help="collection rounds (4 events each)")
-    ap.add_argument("--batch-events", type=int, default=300_000, help="events per micro-batch")
+    ap.add_argument("--rounds", type=int, default=6, help="collection rounds")
+    ap.add_argument(
+        "--form",
+        choices=("rounds", "replica"),
+        default="rounds",
+        help="a partition's round as one round record (the collector's default) or as a "
+        "partition event and 3 replica events (older collectors)",
+    )
+    ap.add_argument(
+        "--batch-events",
+        type=int,
+        default=300_000,
+        help="records per micro-batch (maxOffsetsPerTrigger with Kafka)",
+    )
+    ap.add_argument(
+        "--with-ceiling",
+        action="store_true",
+        help="kafka: then run the ceiling on the same topic, in the same session, and print "
+        "the ratio",
+    )
     ap.add_argument("--buckets", type=int, default=16)
     ap.add_argument(
         "--mode", choices=("stateful", "pipeline", "kafka", "ceiling"), default="stateful"
@@ -225,12 +366,16 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="spark-bench-"))
     lab = None
     t0 = time.monotonic()
-    events = _events(args.partitions, args.rounds, args.seed)
+    events, n_model_events = _events(args.partitions, args.rounds, args.seed, args.form)
     gen_s = time.monotonic() - t0
     n_events = len(events)
+    per_record = Per(
+        rounds=args.partitions * args.rounds / n_events, events=n_model_events / n_events
+    )
     print(
-        f"generated {n_events} events ({args.partitions} partitions x {args.rounds} rounds, "
-        f"RF 3) in {gen_s:.1f}s",
+        f"generated {n_events} records carrying {n_model_events} events "
+        f"({args.partitions} partitions x {args.rounds} rounds, RF 3, form {args.form}) "
+        f"in {gen_s:.1f}s",
         flush=True,
     )
     jars = kafka_jars() if args.mode in ("kafka", "ceiling") else []
@@ -260,6 +405,7 @@ def main(argv: list[str] | None = None) -> int:
             streaming.job.OperatorSettings = functools.partial(  # type: ignore[misc]
                 OperatorSettings, emit_state=False
             )
+        counters: dict[str, Any] = {"batches": [], "state_bytes": 0, "partitions": 0}
         if args.mode == "stateful":
             # Pre-validate and bucket once (untimed): the stream starts at the operator.
             pre = work / "pre"
@@ -291,7 +437,7 @@ def main(argv: list[str] | None = None) -> int:
                 buckets=args.buckets,
                 tick_ms=3_600_000,
                 catchup_slack_ms=10_000,
-                model=cfg.model.to_model_config(),
+                model=cfg.model,
                 cache_scope=str(work),
             )
             out = src.groupBy("bucket").transformWithStateInPandas(
@@ -300,7 +446,6 @@ def main(argv: list[str] | None = None) -> int:
                 outputMode="Append",
                 timeMode="ProcessingTime",
             )
-            counters: dict[str, Any] = {"batches": [], "state_bytes": 0, "partitions": 0}
 
             def count(batch: Any, batch_id: int) -> None:
                 from pyspark.sql import functions as F
@@ -350,7 +495,9 @@ def main(argv: list[str] | None = None) -> int:
                 topics["events"],
                 (r for f in sorted(raw.iterdir()) for r in pq.read_table(f)["value"].to_pylist()),
             )
-            print(f"produced {n_events} events to Kafka in {time.monotonic() - t:.1f}s", flush=True)
+            print(
+                f"produced {n_events} records to Kafka in {time.monotonic() - t:.1f}s", flush=True
+            )
             cfg = cfg.model_copy(
                 update={
                     "bootstrap": bootstrap,
@@ -361,99 +508,25 @@ def main(argv: list[str] | None = None) -> int:
             )
             job = start(spark, cfg) if args.mode == "kafka" else _ceiling_query(spark, cfg, work)
 
-        sampler = MemorySampler(jvm_pid, job.query)
-        sampler.start()
-        load_before = os.getloadavg()
-        job.drain(timeout_s=7200, poll_s=0.2)
-        sampler.running = False
-        sampler.join()
-        sampler.sample()
-        load_after = os.getloadavg()
-        job.query.stop()
-        progress = [p for p in job.query.recentProgress if p["numInputRows"] > 0]
-        durations = [p["durationMs"]["triggerExecution"] / 1000 for p in progress]
-        rows = [p["numInputRows"] for p in progress]
-        steady_rows, steady_s = sum(rows[1:]), sum(durations[1:])
-        if args.mode == "stateful":
-            counters_ = counters
-            state_bytes, partitions = counters_["state_bytes"], counters_["partitions"]
-        else:
-            state_bytes, partitions = job.counters.state_bytes, job.counters.partitions
-        ck = sum(f.stat().st_size for f in (work / "checkpoint").rglob("*") if f.is_file())
-        print(
-            f"mode {args.mode}: {n_events} events, {len(progress)} batches, "
-            f"{args.buckets} buckets, master {args.master}"
+        figures = _measure(
+            args, job, jvm_pid, work, per_record, counters if args.mode == "stateful" else None
         )
-        if durations:
-            print(f"  first batch: {rows[0]} rows in {durations[0]:.1f}s (warm-up)")
-        if steady_s:
-            print(
-                f"  sustained: {steady_rows / steady_s:,.0f} events/s over {len(rows) - 1} batches"
-            )
-        if steady_rows and sampler.cpu_after_first is not None:
-            cpu = sampler.cpu_last - sampler.cpu_after_first
-            print(
-                f"  CPU after the first batch: {cpu:.1f} s (JVM + Python) = "
-                f"{cpu / steady_rows * 1e6:.1f} us/event; on 2 otherwise idle cores at most "
-                f"~{2 * steady_rows / cpu:,.0f} events/s"
-            )
-        print(
-            f"  load average (1/5/15 min) before {' '.join(f'{x:.1f}' for x in load_before)}, "
-            f"after {' '.join(f'{x:.1f}' for x in load_after)}"
-        )
-        print(
-            f"  batch latency: p50 {_pct(durations[1:], 0.5):.2f}s  "
-            f"p99 {_pct(durations[1:], 0.99):.2f}s"
-            f"  max {max(durations[1:], default=float('nan')):.2f}s"
-        )
-        if partitions:
-            print(
-                f"  state: {state_bytes / partitions:.0f} B/partition pickled "
-                f"({state_bytes / 1e6:.1f} MB, {partitions} partitions); checkpoint dir "
-                f"{ck / 1e6:.1f} MB"
-            )
-        print(
-            f"  memory (peak RSS): driver JVM {sampler.peak_driver:.0f} MB, Python workers "
-            f"{sampler.peak_workers:.0f} MB, Python driver {sampler.peak_python_driver:.0f} MB"
-        )
-        if len(progress) > 1:
-            phases = sorted({k for p in progress[1:] for k in p["durationMs"]})
-            medians = {
-                k: _pct([p["durationMs"].get(k, 0) / 1000 for p in progress[1:]], 0.5)
-                for k in phases
-            }
-            print(
-                "  per batch, median s (after the first): "
-                + ", ".join(f"{k} {v:.2f}" for k, v in medians.items())
-            )
-        sink_phases = list(job.counters.batch_phases)[1:] if args.mode != "stateful" else []
-        if sink_phases:
-            names = sorted({k for p in sink_phases for k in p})
-            print(
-                "  inside addBatch, median s (after the first): "
-                + ", ".join(f"{k} {_pct([p.get(k, 0.0) for p in sink_phases], 0.5):.2f}"
-                            for k in names)
-            )  # fmt: skip
-        if args.trigger_seconds > 0 and durations[1:]:
-            offered = args.batch_events / args.trigger_seconds
-            p99 = _pct(durations[1:], 0.99)
-            kept = "yes" if p99 <= args.trigger_seconds else "no: batches outlast the trigger"
-            print(
-                f"  offered rate {offered:,.0f} events/s ({args.batch_events} events per "
-                f"{args.trigger_seconds:g} s trigger); kept up: {kept}"
-            )
-        if progress:
-            print(f"  last batch durationMs: {progress[-1]['durationMs']}")
-            ops = progress[-1].get("stateOperators") or []
-            if ops:
+        if args.with_ceiling and args.mode == "kafka":
+            print("\nceiling on the same topic, same session:", flush=True)
+            ceiling = _ceiling_query(spark, cfg, work / "ceiling")
+            top = _measure(args, ceiling, jvm_pid, work / "ceiling", per_record, None)
+            if figures.get("rounds_s") and top.get("rounds_s"):
                 print(
-                    "  state operator:",
-                    {k: v for k, v in ops[0].items() if k != "customMetrics"},
+                    f"\nratio job/ceiling: partition-rounds/s "
+                    f"{figures['rounds_s']:,.0f} / {top['rounds_s']:,.0f} = "
+                    f"{figures['rounds_s'] / top['rounds_s']:.2f}"
+                    + (
+                        f"; CPU per partition-round {figures['cpu_round_us']:.1f} / "
+                        f"{top['cpu_round_us']:.1f} us"
+                        if figures.get("cpu_round_us") and top.get("cpu_round_us")
+                        else ""
+                    )
                 )
-                print(f"  state custom metrics: {ops[0].get('customMetrics')}")
-        if durations[1:]:
-            print(f"  batch durations: {', '.join(f'{d:.1f}' for d in durations)}")
-            print(f"  mean batch {statistics.mean(durations[1:]):.2f}s")
     finally:
         spark.stop()
         if lab is not None:

@@ -67,8 +67,12 @@ def fold(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         if waiting and "replica_samples" not in ev:
             stamps = {out[i]["observed_at"] for i in waiting}  # type: ignore[index]
             between = (e for e in out[waiting[0] :] if e is not None)
-            if len(stamps) == 1 and min(stamps) <= at and all(
-                e.get("observed_at") in stamps or e.get("observed_at") == at for e in between
+            if (
+                len(stamps) == 1
+                and min(stamps) <= at
+                and all(
+                    e.get("observed_at") in stamps or e.get("observed_at") == at for e in between
+                )
             ):
                 samples = []
                 for i in waiting:

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from monitor.dev.rounds import sample_of
 from monitor.dev.testing import T0
 
 
@@ -58,8 +59,13 @@ def generate(
     seed: int = 0,
     start: int = T0,
     stats: SynthStats | None = None,
+    form: str = "replica",
 ) -> Iterator[dict[str, Any]]:
     """Yield events round by round. ``topics`` defaults to one topic per 100 partitions.
+
+    ``form``: ``"replica"``, a partition's round as its three ``replica`` events then its
+    ``partition`` event; ``"rounds"``, one round record (the ``partition`` event carrying
+    the same three samples, each with its own stamp: :mod:`monitor.dev.rounds`).
 
     A stall lasts ``lag_rounds + 3`` rounds: after ``lag_rounds`` (the ISR drops the follower
     only then, as Kafka does after replica.lag.time.max.ms) the follower is out of the ISR.
@@ -105,7 +111,9 @@ def generate(
                     stats.injected.append(("election", topic, pid, t))
             p.leo += rate_per_round
             leader = p.replicas[p.leader_idx]
-            yield ev("replica", t, topic=topic, partition=pid, broker=leader, log_end_offset=p.leo)
+            samples = [
+                ev("replica", t, topic=topic, partition=pid, broker=leader, log_end_offset=p.leo)
+            ]
             isr = list(p.replicas)
             if p.stalled >= 0:
                 p.stall_rounds += 1
@@ -122,17 +130,25 @@ def generate(
                         isr.remove(p.replicas[idx])
                 else:
                     leo = p.leo - rng.randint(0, 5)
-                yield ev(
-                    "replica",
-                    t + 50 + idx * 20,
-                    topic=topic,
-                    partition=pid,
-                    broker=p.replicas[idx],
-                    log_end_offset=leo,
+                samples.append(
+                    ev(
+                        "replica",
+                        t + 50 + idx * 20,
+                        topic=topic,
+                        partition=pid,
+                        broker=p.replicas[idx],
+                        log_end_offset=leo,
+                    )
                 )
             # HW: the leader's LEO a fetch round back, held down by a stalled in-ISR follower.
             holding = p.stalled >= 0 and not p.out_of_isr
             committed = min(p.leo - 5, p.stall_leo) if holding else p.leo - 5
+            if form == "rounds":
+                stats.events -= len(samples)  # records, not the events they carry
+                more = {"replica_samples": [sample_of(x, t + 200) for x in samples]}
+            else:
+                yield from samples
+                more = {}
             yield ev(
                 "partition",
                 t + 200,
@@ -143,4 +159,5 @@ def generate(
                 replicas=list(p.replicas),
                 isr=isr,
                 high_watermark=max(0, committed),
+                **more,
             )
