@@ -184,9 +184,13 @@ def _apply_meta(s: PartitionState, ev: PartitionMeta, ctx: Context, emit: Emitte
         # Not said this round, but the assignment changed: a reassignment ends (or is
         # cancelled) with one. A new one will be said again.
         s.adding_replicas = s.removing_replicas = ()
-    s.replicas = shared(ev.replicas)
-    s.offline_replicas = shared(ev.offline_replicas)
-    s.eligible_leader_replicas = shared(ev.eligible_leader_replicas or ())
+    # The state's tuples stay while equal (most rounds), else the shared equal one.
+    if ev.replicas != s.replicas:
+        s.replicas = shared(ev.replicas)
+    if ev.offline_replicas != s.offline_replicas:
+        s.offline_replicas = shared(ev.offline_replicas)
+    if (ev.eligible_leader_replicas or ()) != s.eligible_leader_replicas:
+        s.eligible_leader_replicas = shared(ev.eligible_leader_replicas or ())
     s.leader = ev.leader
     if ev.log_start_offset is not None:
         s.log_start_offset = ev.log_start_offset
@@ -211,7 +215,8 @@ def _apply_meta(s: PartitionState, ev: PartitionMeta, ctx: Context, emit: Emitte
                 start = s.leader_leo() if ev.leader is not None else -1
                 s.append_lineage(EpochEntry(ev.leader_epoch, start, ev.leader, t), ctx.config)
         _isr_change(s, prev_isr, ev.isr, t, ctx, emit)
-        s.isr = shared(ev.isr)
+        if ev.isr != s.isr:
+            s.isr = shared(ev.isr)
 
     if ev.epoch_start_offset is not None and ev.leader_epoch == s.leader_epoch:
         election.on_epoch_record(s, ev.epoch_start_offset, t, emit)

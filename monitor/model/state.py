@@ -185,12 +185,11 @@ class PartitionState:
         return (self.cluster, self.topic, self.partition)
 
     def record_leader_leo(self, t: int, leo: int, limit: int) -> None:
-        """A sample of the leader's LEO; the history keeps the last ``limit`` (once full,
-        shifted in place: the array never grows past them)."""
+        """A sample of the leader's LEO; the history keeps the last ``limit`` (once full, the
+        oldest goes first: the array's allocation never grows past them)."""
         h = self.leader_leos
-        if len(h) >= 2 * limit > 0:
-            h[: 2 * limit - 2] = h[len(h) - 2 * limit + 2 :]
-            del h[2 * limit - 2 :]
+        while len(h) >= 2 * limit > 0:
+            del h[:2]
         h.append(t)
         h.append(leo)
 
