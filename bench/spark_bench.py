@@ -500,7 +500,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             cfg = cfg.model_copy(
                 update={
-                    "bootstrap": bootstrap,
+                    "kafka": cfg.kafka.model_copy(update={"bootstrap_servers": bootstrap}),
                     "events_topic": topics["events"],
                     "findings_topic": topics["findings"],
                     "deadletter_topic": topics["deadletter"],
