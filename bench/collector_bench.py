@@ -1,24 +1,40 @@
-"""One collection round against the lab with many partitions.
+"""One collection round with many partitions: against the lab, or on synthetic pages.
 
     python -m bench.collector_bench --lab DIR [--partitions 10000] [--rounds 3]
+        [--round-records partition|replica]
+    python -m bench.collector_bench --synthetic [--partitions 100000] [--rounds 3]
 
-Creates (once) a topic with ``--partitions`` partitions, RF 3, on the running lab, then
-times ``--rounds`` collector rounds: wall time, the collector's CPU time (all threads), the
-events built and the bytes they make on the events topic (keys + values).
+``--lab``: creates (once) topics of ``--partitions`` partitions in all, RF 3, on the running
+lab, then times ``--rounds`` collector rounds: wall time, the collector's CPU time (all
+threads), the events built and the bytes they make on the events topic (keys + values).
+
+``--synthetic``: no Kafka. Three brokers, ``--partitions`` partitions of RF 3 (every broker
+holds every partition: a page of ``--partitions`` replicas each, in the exporter's format,
+:func:`bench.jmx_parse_bench.page`); the Admin API's reads are stubs answering the
+partitions' metadata, the exporter pages come from memory. Times ``Collector.round`` in each
+``round_records`` mode -- reading the pages and building the events, all of the round's
+CPU but the network -- per replica sample, and serialising its events (``dumps``).
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
+import os
 import resource
+import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
+from bench.jmx_parse_bench import page
 from bench.model_bench import machine
 from monitor.collector import Collector, CollectorConfig
+from monitor.collector import collector as collector_module
+from monitor.collector.admin import PartitionMetadata, Reads, TopicDurability
 from monitor.collector.build import event_key
+from monitor.collector.jmx import PROFILES
 from monitor.contract.events import dumps
-from monitor.dev.lab.admin import admin_client, create_topic
-from monitor.dev.lab.cluster import Lab
 
 
 def cpu_s() -> float:
@@ -26,12 +42,110 @@ def cpu_s() -> float:
     return r.ru_utime + r.ru_stime
 
 
+def synthetic_cluster(
+    partitions: int, brokers: int = 3, rf: int = 3
+) -> tuple[list[PartitionMetadata], dict[int, str]]:
+    """``partitions`` partitions of 100-partition topics, RF ``rf`` over ``brokers`` brokers
+    (leaders in turn), every replica in the ISR; each broker's exporter page."""
+    meta = []
+    held: dict[int, list[tuple[str, int, int | None]]] = {b: [] for b in range(1, brokers + 1)}
+    for i in range(partitions):
+        # A topic's name one string, interned: as the Admin API's reads give it (admin.py).
+        topic, p = sys.intern(f"topic-{i // 100:05d}"), i % 100
+        replicas = tuple(1 + (i + k) % brokers for k in range(rf))
+        meta.append(PartitionMetadata(topic, p, replicas[0], 7, replicas, replicas, (), ()))
+        for b in replicas:
+            held[b].append((topic, p, None if b == replicas[0] else replicas[0]))
+    names = PROFILES["monitor"]
+    return meta, {b: page(names, "client_id", reps) for b, reps in held.items()}
+
+
+def stubbed(collector: Collector, meta: list[PartitionMetadata], pages: dict[int, str]) -> None:
+    """``collector`` reading ``meta`` from stubs of the Admin API's reads and ``pages`` from
+    memory (the module's functions replaced: this process runs nothing else). The stubs
+    hand over what they answer, made once: a round's CPU is the collector's own."""
+    mod: Any = collector_module
+    hws = {(p.topic, p.partition): 1_000 + p.partition for p in meta}
+    listed = {p.topic for p in meta}
+
+    def read_metadata(admin: object, exclude: object, internal: bool, reads: Reads) -> bool:
+        reads.partitions = meta
+        reads.listed = listed
+        return True
+
+    def read_high_watermarks(admin: object, reads: Reads) -> None:
+        reads.high_watermarks = hws
+
+    mod.read_brokers = lambda admin, reads: setattr(reads, "brokers", set(pages))
+    mod.read_metadata = read_metadata
+    mod.read_high_watermarks = read_high_watermarks
+    mod.read_epoch_starts = lambda admin, reads, wanted: None
+    mod.read_reassignments = lambda admin, reads: setattr(reads, "reassignments", {})
+    mod.read_topic_configs = lambda admin, topics, reads: dict.fromkeys(
+        topics, TopicDurability(2, False)
+    )
+    mod.jmx.fetch = lambda url, timeout_s, max_bytes: pages[int(url.rsplit("/", 1)[1])]
+    collector._admin = object()
+    collector._pool = ThreadPoolExecutor(len(pages))
+
+
+def synthetic(args: argparse.Namespace) -> None:
+    meta, pages = synthetic_cluster(args.partitions)
+    samples = args.partitions * 3
+    print(
+        f"synthetic: {args.partitions:,} partitions, RF 3, 3 brokers: pages of "
+        f"{args.partitions:,} replicas, {sum(map(len, pages.values())) / 3e6:.1f} MB each"
+    )
+    print(f"machine: {machine()}, load average {os.getloadavg()[0]:.1f}")
+    for mode in ("replica", "partition"):
+        config = CollectorConfig(
+            cluster="bench",
+            jmx_urls={b: f"http://broker/{b}" for b in pages},
+            jmx_profile="monitor",
+            round_records=mode,
+            config_every_rounds=1,
+            jmx_timeout_s=60,
+            round_timeout_s=60,
+        )
+        collector = Collector(config)
+        stubbed(collector, meta, pages)
+        best, events = float("inf"), list[Any]()
+        for _ in range(args.rounds):
+            events = []
+            gc.collect()
+            c0 = cpu_s()
+            events = collector.round().events
+            best = min(best, cpu_s() - c0)
+        gc.collect()
+        c0 = cpu_s()
+        size = sum(len(dumps(e)) for e in events)
+        ser = cpu_s() - c0
+        print(
+            f"round_records={mode:9}: round CPU {best:.2f} s = {best / samples * 1e6:.2f} "
+            f"µs/replica sample, {len(events):,} events; dumps {ser:.2f} s = "
+            f"{ser / samples * 1e6:.2f} µs/sample, {size / 1e6:.1f} MB"
+        )
+        assert collector._pool is not None
+        collector._pool.shutdown()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--lab", required=True)
-    ap.add_argument("--partitions", type=int, default=10_000)
+    where = ap.add_mutually_exclusive_group(required=True)
+    where.add_argument("--lab")
+    where.add_argument("--synthetic", action="store_true")
+    ap.add_argument("--partitions", type=int, default=None)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--round-records", choices=["partition", "replica"], default="partition")
     args = ap.parse_args()
+    if args.synthetic:
+        args.partitions = args.partitions or 100_000
+        synthetic(args)
+        return
+    from monitor.dev.lab.admin import admin_client, create_topic
+    from monitor.dev.lab.cluster import Lab
+
+    args.partitions = args.partitions or 10_000
     lab = Lab.load(args.lab, progress=None)
     # KRaft refuses one CreateTopics of 10k partitions ("excessively large batch"): split.
     per_topic = min(args.partitions, 2_500)
@@ -61,6 +175,7 @@ def main() -> None:
         jmx_timeout_s=30,
         round_timeout_s=30,  # a round's pages may take as long as one page may
         config_every_rounds=1,
+        round_records=args.round_records,
     )
     collector = Collector(config)
     collector.start(produce=False)

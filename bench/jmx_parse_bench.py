@@ -1,54 +1,136 @@
 """Reading one broker's exporter page: ``jmx.parse`` per profile and ``jmx.detect``.
 
-    python -m bench.jmx_parse_bench [--replicas 10000]
+    python -m bench.jmx_parse_bench [--replicas 10000] [--runs 15]
 
-A page of ``--replicas`` replicas (LEO and log start each, fetcher lag on two in three) in
-each profile's names; prints the best of 15 runs of parse (every round, every broker) and
-of detect (once per broker).
+A page of ``--replicas`` replicas in each profile's names, as the Prometheus JMX exporter
+(1.x: the Prometheus Java client 1.x) prints it: one block per metric family, families
+sorted by name, each after its ``# HELP`` and ``# TYPE`` lines, labels sorted, values as
+Java's ``Double.toString`` writes them (``226.0``, ``1.2345678E7``); LEO and log start of
+every replica, the fetcher's lag of the two in three it follows, the broker's counters and
+a few JVM series. Prints the CPU time (best of ``--runs``, the cyclic garbage collector
+paused as in a round) of :func:`jmx.parse` (every round, every broker) per replica, of the
+line-by-line reading it falls back to (:func:`jmx.parse_lines`: the parser before), and of
+:func:`jmx.detect` (once per broker).
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
-from monitor.collector.jmx import PROFILES, JmxNames, detect, parse
+from monitor.collector.jmx import PROFILES, JmxNames, detect, parse, parse_lines
 
-_CLIENT = {"monitor": "client_id", "strimzi": "clientId", "confluent": "clientid"}
+#: The fetcher's client id label, as each profile's rules name it.
+CLIENT = {"monitor": "client_id", "strimzi": "clientId", "confluent": "clientid"}
 
 
-def page(names: JmxNames, client: str, replicas: int) -> str:
+def java_double(value: int) -> str:
+    """An integral value as Java's ``Double.toString`` prints it (what the exporter writes).
+
+    >>> java_double(226), java_double(12_345_678), java_double(10_000_000)
+    ('226.0', '1.2345678E7', '1.0E7')
+    """
+    if value < 10_000_000:
+        return f"{value}.0"
+    digits = str(value)
+    return f"{digits[0]}.{digits[1:].rstrip('0') or '0'}E{len(digits) - 1}"
+
+
+def page(
+    names: JmxNames,
+    client: str,
+    replicas: Iterable[tuple[str, int, int | None]],
+    counters: dict[str, int] | None = None,
+) -> str:
+    """An exporter page of one broker holding ``replicas``: (topic, partition, the broker it
+    follows or None where it leads). The offsets are made up from the partition (a log end
+    in the millions for two in three partitions); a follower's lag is 0 but for one in ten."""
+    leo, start, following = [], [], []
+    # Each family's series sorted by their labels' values, as the Java client sorts them.
+    for topic, partition, leader in sorted(replicas, key=lambda r: (str(r[1]), r[0])):
+        labels = f'partition="{partition}",topic="{topic}"'
+        end = 1_000 + partition * 7 if partition % 3 == 0 else 12_000_000 + partition * 131
+        leo.append(f"{names.log_end_offset}{{{labels}}} {java_double(end)}")
+        start.append(f"{names.log_start_offset}{{{labels}}} {java_double(end // 10)}")
+        if leader is not None:
+            behind = 17 if partition % 10 == 0 else 0
+            thread = f"ReplicaFetcherThread-0-{leader}"
+            following.append((thread, str(partition), topic, f"{labels}}} {float(behind)}"))
+    lag = [f'{names.fetcher_lag}{{{client}="{c}",{rest}' for c, _, _, rest in sorted(following)]
+    c = counters or {}
+    families: dict[str, tuple[str, list[str]]] = {
+        names.log_end_offset: ("gauge", leo),
+        names.log_start_offset: ("gauge", start),
+        names.fetcher_lag: ("gauge", lag),
+        names.isr_shrinks: ("counter", [f"{names.isr_shrinks} {float(c.get('shrinks', 4))}"]),
+        names.isr_expands: ("counter", [f"{names.isr_expands} {float(c.get('expands', 5))}"]),
+        names.under_replicated: ("gauge", [f"{names.under_replicated} 0.0"]),
+        names.active_controller: ("gauge", [f"{names.active_controller} 0.0"]),
+        names.unclean_elections: ("counter", [f"{names.unclean_elections} 0.0"]),
+        names.process_start: ("gauge", [f"{names.process_start} 1.693829439767E9"]),
+        "jvm_threads_current": ("gauge", ["jvm_threads_current 93.0"]),
+        "jvm_memory_bytes_used": (
+            "gauge",
+            [f'jvm_memory_bytes_used{{area="{a}"}} 1.2345678E8' for a in ("heap", "nonheap")],
+        ),
+        "jmx_scrape_duration_seconds": ("gauge", ["jmx_scrape_duration_seconds 1.942"]),
+    }
     lines = []
-    for p in range(replicas):
-        tp = f'partition="{p % 100}",topic="topic-{p // 100:05d}"'
-        lines.append(f"{names.log_end_offset}{{{tp}}} 1.2345678E7")
-        lines.append(f"{names.log_start_offset}{{{tp}}} 100.0")
-        if p % 3:
-            lines.append(f'{names.fetcher_lag}{{{client}="ReplicaFetcherThread-0-1",{tp}}} 3.0')
-    lines += [f"{names.isr_shrinks} 4.0", f"{names.process_start} 1.7E9"]
+    # Families sorted by name; a counter's name without its "_total" in HELP and TYPE.
+    for name in sorted(families, key=lambda n: n.removesuffix("_total")):
+        kind, samples = families[name]
+        meta = name.removesuffix("_total") if kind == "counter" else name
+        if samples:
+            lines += [f"# HELP {meta} {meta} (synthetic)", f"# TYPE {meta} {kind}", *samples]
     return "\n".join(lines) + "\n"
 
 
-def best_ms(f: Callable[[], object], runs: int = 15) -> float:
-    times = []
+def broker_page(names: JmxNames, client: str, replicas: int, broker: int = 1) -> str:
+    """A page of ``replicas`` replicas of 100-partition topics, ``broker`` leading one in
+    three (the others led by brokers 2 and 3 in turn)."""
+    held = []
+    for p in range(replicas):
+        leader = broker + p % 3 if p % 3 else None
+        held.append((f"topic-{p // 100:05d}", p % 100, leader))
+    return page(names, client, held)
+
+
+def cpu_best(f: Callable[[], object], runs: int) -> float:
+    """The least CPU time (seconds) of ``runs`` calls, each after a full collection, the
+    cyclic collector paused as during a collector's round (``Collector.round``)."""
+    best = float("inf")
     for _ in range(runs):
-        t0 = time.perf_counter()
-        f()
-        times.append(time.perf_counter() - t0)
-    return min(times) * 1e3
+        gc.collect()
+        gc.disable()
+        try:
+            t0 = time.process_time()
+            f()
+            best = min(best, time.process_time() - t0)
+        finally:
+            gc.enable()
+    return best
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--replicas", type=int, default=10_000)
+    ap.add_argument("--runs", type=int, default=15)
     args = ap.parse_args()
+    n = args.replicas
     for name, names in PROFILES.items():
-        text = page(names, _CLIENT[name], args.replicas)
-        lines = text.count("\n")
-        ms = best_ms(lambda: parse(text, names))  # noqa: B023 -- run at once
-        det = best_ms(lambda: detect(text))  # noqa: B023
-        print(f"{name:9} {lines:,} lines: parse {ms:.1f} ms, detect {det:.1f} ms")
+        text = broker_page(names, CLIENT[name], n)
+        assert parse(text, names) == parse_lines(text, names)
+        bulk = cpu_best(lambda: parse(text, names), args.runs)  # noqa: B023 -- run at once
+        lines = cpu_best(lambda: parse_lines(text, names), max(3, args.runs // 5))  # noqa: B023
+        det = cpu_best(lambda: detect(text), max(3, args.runs // 5))  # noqa: B023
+        print(
+            f"{name:9} {text.count(chr(10)):,} lines, {len(text) / 1e6:.1f} MB: "
+            f"parse {bulk * 1e3:.1f} ms ({bulk / n * 1e6:.2f} µs/replica), "
+            f"line by line {lines * 1e3:.1f} ms ({lines / n * 1e6:.2f} µs/replica), "
+            f"detect {det * 1e3:.1f} ms"
+        )
 
 
 if __name__ == "__main__":

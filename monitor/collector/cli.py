@@ -58,6 +58,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="whose exporter rules name the metrics (default auto: detected per broker)",
     )
     p.add_argument(
+        "--round-records",
+        choices=["partition", "replica"],
+        help="a partition's round on the events topic: one record carrying its replicas' "
+        "samples (partition, the default) or a record per replica besides (replica: for a "
+        "job older than round records)",
+    )
+    p.add_argument(
         "--check",
         action="store_true",
         help="check the configuration, Kafka and every exporter endpoint (its profile, what "
@@ -109,6 +116,7 @@ def build_config(args: argparse.Namespace) -> CollectorConfig:
         ("metrics_port", args.metrics_port),
         ("metrics_host", args.metrics_host),
         ("jmx_profile", args.jmx_profile),
+        ("round_records", args.round_records),
     ):
         if value is not None:
             flags[key] = value

@@ -67,6 +67,11 @@ class CollectorConfig(settings.LayeredSettings):
     #: "auto" where the brokers' version counts correctly (4.1+), "on" (ZooKeeper clusters
     #: count correctly too), "off". See monitor.collector.versions.
     unclean_counter: UncleanCounter = "auto"
+    #: What a partition's round is on the events topic: "partition" -- one record, the
+    #: partition event carrying its replicas' samples (``replica_samples``: a round record);
+    #: "replica" -- the partition event and one replica event per replica, as before round
+    #: records (a job older than them reads only the partition event of a round record).
+    round_records: Literal["partition", "replica"] = "partition"
     #: The collector's own health metrics endpoint (None: not served).
     metrics_host: str = "127.0.0.1"
     metrics_port: int | None = Field(default=None, ge=0, le=65535)

@@ -1,8 +1,11 @@
 """Reading a broker's JMX exporter endpoint (Prometheus text format).
 
-Only the few metric families the collector needs are parsed, line by line: a broker with
-10,000 replicas exposes tens of thousands of series and the generic parser would spend
-most of a collection round on ones we drop.
+Only the few metric families the collector needs are parsed: a broker with 10,000
+replicas exposes tens of thousands of series and the generic parser would spend most of a
+collection round on ones we drop. They are read in bulk, as the exporter prints them
+(:func:`parse`: a pattern over each family's block of lines, each family's values
+converted at once), and any page of another shape line by line (:func:`parse_lines`),
+with the same result.
 
 Sites name these metrics as their exporter rules say. :data:`PROFILES` holds the names of
 three styles of rules (the collector's ``jmx_profile``; ``auto`` detects one from a broker's
@@ -28,16 +31,22 @@ would be a false reading, and a false reading can page.
 
 from __future__ import annotations
 
+import functools
 import http.client
 import io
+import itertools
 import math
+import operator
 import re
 import socket
 import ssl
+import sys
 import time
 import urllib.parse
 from collections import Counter
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -162,18 +171,96 @@ def _unusable(value: float, lag: bool) -> str:
     return "out_of_range"
 
 
-@dataclass
-class BrokerScrape:
-    """What one broker said about its own replicas and itself."""
+#: A replica's readings on its broker's page: (log end, log start, fetcher lag), each None
+#: when not read (not on the page, or left out).
+Reading = tuple[int | None, int | None, int | None]
 
-    leo: dict[tuple[str, int], int] = field(default_factory=dict)
-    log_start: dict[tuple[str, int], int] = field(default_factory=dict)
-    fetch_lag: dict[tuple[str, int], int] = field(default_factory=dict)
-    counters: dict[str, int] = field(default_factory=dict)
-    #: When the broker's JVM started, ms since the epoch (None: not exported).
-    started_at: int | None = None
-    #: The samples of the needed series left out, by reason (:data:`DROP_REASONS`).
-    dropped: Counter[str] = field(default_factory=Counter)
+
+class BrokerScrape:
+    """What one broker said about its own replicas and itself.
+
+    The replicas whose log end is on the page are kept as columns -- their keys, log ends,
+    log starts and lags, in the page's order, each reading None when not read -- as the
+    bulk reading makes them (:func:`parse`) and the builders take them (``readings``);
+    ``replicas`` is the same as one mapping."""
+
+    def __init__(
+        self,
+        replicas: dict[tuple[str, int], Reading] | None = None,
+        counters: dict[str, int] | None = None,
+        started_at: int | None = None,
+        dropped: Counter[str] | None = None,
+    ) -> None:
+        self.keys: list[tuple[str, int]] = []
+        self.ends: list[int | None] = []
+        self.starts: list[int | None] = []
+        self.lags: list[int | None] = []
+        #: The readings of partitions whose log end is not on the page (log start, lag).
+        self.others: dict[tuple[str, int], Reading] = {}
+        self.counters = {} if counters is None else counters
+        #: When the broker's JVM started, ms since the epoch (None: not exported).
+        self.started_at = started_at
+        #: The samples of the needed series left out, by reason (:data:`DROP_REASONS`).
+        self.dropped: Counter[str] = Counter() if dropped is None else dropped
+        #: Set by :func:`parse` alone: every key is a (str, int), every reading an int in
+        #: [0, 2^63) or None -- the contract's range, which the events built from them need
+        #: not check again (``build.sort_samples``).
+        self.checked = False
+        for key, (end, start, lag) in (replicas or {}).items():
+            if end is None:
+                self.others[key] = (end, start, lag)
+            else:
+                self.keys.append(key)
+                self.ends.append(end)
+                self.starts.append(start)
+                self.lags.append(lag)
+
+    def readings(self) -> Iterator[tuple[tuple[str, int], int | None, int | None, int | None]]:
+        """(key, log end, log start, lag) of each replica whose log end is on the page (the
+        log end None: left out), in the page's order."""
+        return zip(self.keys, self.ends, self.starts, self.lags, strict=True)
+
+    @property
+    def replicas(self) -> dict[tuple[str, int], Reading]:
+        """(topic, partition) -> this broker's readings of its replica, in the page's order of
+        the log ends, then the partitions with a log start or a lag and no log end read."""
+        out = {k: r for k, *r in self.readings() if r != [None, None, None]}
+        return {k: (r[0], r[1], r[2]) for k, r in out.items()} | self.others
+
+    def _field(self, i: int) -> dict[tuple[str, int], int]:
+        return {k: v for k, r in self.replicas.items() if (v := r[i]) is not None}
+
+    @property
+    def leo(self) -> dict[tuple[str, int], int]:
+        """The log ends read, by (topic, partition)."""
+        return self._field(0)
+
+    @property
+    def log_start(self) -> dict[tuple[str, int], int]:
+        return self._field(1)
+
+    @property
+    def fetch_lag(self) -> dict[tuple[str, int], int]:
+        """The followers' lags read (a leader has none)."""
+        return self._field(2)
+
+    def has_log_ends(self) -> bool:
+        return self.ends.count(None) < len(self.ends)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BrokerScrape):
+            return NotImplemented
+        return (self.replicas, self.counters, self.started_at, self.dropped) == (
+            other.replicas, other.counters, other.started_at, other.dropped
+        )  # fmt: skip
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (
+            f"BrokerScrape(replicas={self.replicas!r}, counters={self.counters!r}, "
+            f"started_at={self.started_at!r}, dropped={self.dropped!r})"
+        )
 
 
 #: The largest page read by default (``jmx_max_bytes``): with this project's rules a page
@@ -280,70 +367,433 @@ def fetch(url: str, timeout_s: float, max_bytes: int = MAX_PAGE_BYTES) -> str:
     return body.decode("utf-8", errors="replace")
 
 
+class _Lines:
+    """The reading of one line of a page, as :func:`parse_lines` reads every line (the
+    reference :func:`parse` agrees with); :meth:`scrape` gives what they read."""
+
+    def __init__(self, names: JmxNames, out: BrokerScrape) -> None:
+        self.out = out
+        self.leo: dict[tuple[str, int], int] = {}
+        self.log_start: dict[tuple[str, int], int] = {}
+        self.fetch_lag: dict[tuple[str, int], int] = {}
+        self.per_partition = {
+            names.log_end_offset: self.leo,
+            names.log_start_offset: self.log_start,
+            names.fetcher_lag: self.fetch_lag,
+        }
+        self.scalars = {
+            names.isr_shrinks: "isr_shrinks_total",
+            names.isr_expands: "isr_expands_total",
+            names.under_replicated: "under_replicated_partitions",
+            names.active_controller: "active_controller",
+            names.unclean_elections: "unclean_elections_total",
+        }
+        self.process_start = names.process_start
+
+    def read(self, line: str) -> None:
+        if not line or line[0] == "#":
+            return
+        out = self.out
+        dropped = out.dropped
+        brace = line.find("{")
+        space = line.rfind(" ")
+        name = line[:brace] if brace > 0 else line[:space]
+        target = self.per_partition.get(name)
+        if target is not None and brace > 0:
+            labels = dict(_LABEL.findall(line[brace : line.rfind("}")]))
+            lag = target is self.fetch_lag
+            if lag and any(labels.get(c, "").startswith(_NOT_A_FOLLOWER) for c in _CLIENT_LABELS):
+                return
+            try:
+                key = (labels["topic"], int(labels["partition"]))
+                value = float(line[space + 1 :])
+            except (KeyError, ValueError):
+                dropped["unreadable"] += 1
+                return
+            if 0.0 <= value < _BOUND:  # False for NaN too
+                target[key] = int(value)
+            else:
+                dropped[_unusable(value, lag)] += 1
+        elif name in self.scalars:
+            try:
+                value = float(line[space + 1 :])
+            except ValueError:
+                dropped["unreadable"] += 1
+                return
+            if 0.0 <= value < _BOUND:
+                out.counters[self.scalars[name]] = int(value)
+            else:
+                dropped[_unusable(value, False)] += 1
+        elif name == self.process_start:
+            try:
+                value = float(line[space + 1 :]) * 1000
+            except ValueError:
+                dropped["unreadable"] += 1
+                return
+            if 0.0 <= value < _BOUND:
+                out.started_at = round(value)
+            else:
+                dropped[_unusable(value, False)] += 1
+
+    def scrape(self) -> BrokerScrape:
+        """The scrape, its replicas' readings gathered from the families read."""
+        leo, start, lag, out = self.leo, self.log_start, self.fetch_lag, self.out
+        out.keys, out.ends = list(leo), list(leo.values())
+        out.starts = list(map(start.get, leo))
+        out.lags = list(map(lag.get, leo))
+        for key in [*start, *lag]:
+            if key not in leo:
+                out.others[key] = (None, start.get(key), lag.get(key))
+        out.checked = True  # keys (str, int(...)), values int() of floats in range
+        return out
+
+
+def parse_lines(text: str, names: JmxNames) -> BrokerScrape:
+    """:func:`parse`, one line at a time: the reference (what :func:`parse` must give for
+    every page), and how a page that cannot be read in bulk is read."""
+    lines = _Lines(names, BrokerScrape())
+    for line in text.splitlines():
+        lines.read(line)
+    return lines.scrape()
+
+
+#: Line breaks ``str.splitlines`` knows besides ``\n``: a page holding one is read line by
+#: line (:func:`parse_lines`), as the bulk reading splits at ``\n`` only.
+_OTHER_BREAKS_ASCII = ("\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e")
+_OTHER_BREAKS = ("\x85", "\u2028", "\u2029")
+_METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
+#: A log end's line as the exporter prints it: labels sorted (as the Prometheus Java client
+#: writes them; a trailing comma, as its 0.x versions did), ``partition`` in digits without a
+#: leading zero (one way to write a partition), ``topic`` without quotes, backslashes or
+#: line breaks; then the value, nothing after it. Groups: the labels' text (which the log
+#: start's and the lag's lines of the replica share), the partition, the topic, the value.
+_LOG_END = r'(partition="(0|[1-9][0-9]*)",topic="([^"\\\n]*)",?)\} ([^ \n]*)$'
+#: The other two families' lines: the labels' text (a lag's after its client id), the
+#: value -- what follows the last "} " (a value with a space in it: line by line). Loose,
+#: as their labels count only as a log end's (else :data:`_KEY` reads them).
+_OTHER = r"(.*)\} (.*)"
+#: The same, but the value alone.
+_VALUE = r".*\} (.*)"
+_CLIENT = "(?:" + "|".join(_CLIENT_LABELS) + ")="
+_KEY = re.compile(r'partition="(0|[1-9][0-9]*)",topic="([^"\\\n]*)",?')
+
+
+@dataclass(frozen=True)
+class _Bulk:
+    """How to read a profile's page in bulk: per family, the start of its lines and the
+    pattern of its samples (the log starts': also their values alone; the fetcher's lag:
+    with the client id, and without); the start of the lines of the broker's counters and
+    of the JVM's start."""
+
+    heads: tuple[str, str, str]
+    leo: re.Pattern[str]
+    log_start: re.Pattern[str]
+    log_start_values: re.Pattern[str]
+    lag: re.Pattern[str]
+    lag_clients: re.Pattern[str]
+    #: "\n" and the name of each counter and of the JVM's start.
+    others: tuple[str, ...]
+
+
+@functools.lru_cache(maxsize=64)
+def _bulk(names: JmxNames) -> _Bulk | None:
+    """How to read a page of ``names`` in bulk; None when its names do not allow it (not
+    metric names, or one name for two fields: then line by line)."""
+    every = list(names.model_dump().values())
+    if len(set(every)) != len(every) or not all(_METRIC_NAME.fullmatch(n) for n in every):
+        return None
+    heads = tuple(
+        "\n" + n + "{" for n in (names.log_end_offset, names.log_start_offset, names.fetcher_lag)
+    )
+    leo, start, lag = (re.escape(h) for h in heads)
+    others = (
+        names.isr_shrinks,
+        names.isr_expands,
+        names.under_replicated,
+        names.active_controller,
+        names.unclean_elections,
+        names.process_start,
+    )
+    return _Bulk(
+        heads=heads,  # type: ignore[arg-type]
+        leo=re.compile(leo + _LOG_END, re.M),
+        log_start=re.compile(start + _OTHER),
+        log_start_values=re.compile(start + _VALUE),
+        lag=re.compile(lag + _CLIENT + r'"[^"\\\n]*",' + _OTHER),
+        lag_clients=re.compile(lag + _CLIENT + r'"([^"\\\n]*)",' + _OTHER),
+        others=tuple("\n" + name for name in others),
+    )
+
+
+class _Irregular(Exception):
+    """A page :func:`parse` does not read in bulk."""
+
+
 def parse(text: str, names: JmxNames) -> BrokerScrape:
     """Pick the needed series out of an exposition-format page.
 
     Never raises on a value: a sample that is not a number, not finite, negative or at or
     beyond 2^63 is left out (never clamped) and counted in ``dropped``.
 
+    Read in bulk, as the exporter prints a page: each per-partition family's lines (one
+    block: the exposition format groups a family's lines) with one pattern, the three
+    series of a replica joined by their labels' text, the counters' lines by text search.
+    A page with a line of another shape in those families (labels in another order or with
+    others beside them, a partition written another way, escapes, a timestamp, a series
+    twice...) or with line breaks other than ``\\n`` is read line by line
+    (:func:`parse_lines`): the result is always the same as :func:`parse_lines`'s.
+
     >>> s = parse('kafka_log_log_end_offset{topic="t",partition="0"} +Inf\\n', JmxNames())
     >>> s.leo, dict(s.dropped)
     ({}, {'not_finite': 1})
     """
-    out = BrokerScrape()
-    dropped, fetch_lag, bound = out.dropped, out.fetch_lag, _BOUND  # locals: the hot loop
-    per_partition = {
-        names.log_end_offset: out.leo,
-        names.log_start_offset: out.log_start,
-        names.fetcher_lag: fetch_lag,
-    }
-    scalars = {
-        names.isr_shrinks: "isr_shrinks_total",
-        names.isr_expands: "isr_expands_total",
-        names.under_replicated: "under_replicated_partitions",
-        names.active_controller: "active_controller",
-        names.unclean_elections: "unclean_elections_total",
-    }
-    for line in text.splitlines():
-        if not line or line[0] == "#":
+    bulk = _bulk(names)
+    if (
+        bulk is None
+        or any(c in text for c in _OTHER_BREAKS_ASCII)
+        or (not text.isascii() and any(c in text for c in _OTHER_BREAKS))
+    ):
+        return parse_lines(text, names)
+    # Every line after a line break: a page that starts with a comment (# HELP) as is, else
+    # with one before it (a copy of the page).
+    page = text if text.startswith("#") else "\n" + text
+    try:
+        return _parse_bulk(page, names, bulk)
+    except _Irregular:
+        return parse_lines(text, names)
+
+
+#: Partition numbers as a page writes them (digits, no leading zero) and their ints: read
+#: once, the same int objects round after round. Bounded: a page may write any number.
+_PARTITIONS: dict[str, int] = {}
+
+
+def _partitions(texts: list[str]) -> list[int]:
+    """``int()`` of each text (of digits)."""
+    ints = list(map(_PARTITIONS.get, texts))
+    if None in ints:
+        if len(_PARTITIONS) > 100_000:
+            _PARTITIONS.clear()
+        for text in set(texts).difference(_PARTITIONS):
+            _PARTITIONS[text] = int(text)
+        return list(map(int, texts))
+    return ints  # type: ignore[return-value]  # no None in it
+
+
+def _block(page: str, head: str) -> tuple[int, int, int]:
+    """Where a family's lines are -- from its first to the end of its last -- and how many
+    lines that is, the family's and any other's (0, 0, 0: none of the family's)."""
+    first = page.find(head)
+    if first < 0:
+        return 0, 0, 0
+    end = page.find("\n", page.rfind(head) + 1)
+    end = len(page) if end < 0 else end
+    return first, end, page.count("\n", first, end)
+
+
+def _all_read(page: str, head: str, block: tuple[int, int, int], read: int) -> bool:
+    """Whether ``read`` lines are all the family's in ``block`` (its lines, and others'
+    amid them: a page whose families are not each one block)."""
+    first, end, lines = block
+    return read == lines or read == page.count(head, first, end)
+
+
+#: A value's text without its last two characters (its ".0").
+_DIGITS = operator.itemgetter(slice(None, -2))
+#: Integers below this are exactly what float() reads of their digits.
+_EXACT = 2**53
+#: Where a replica's series is not on the page (a leader's lag), in a joined column.
+_ABSENT = object()
+
+
+def _values(texts: list[str], lag: bool, dropped: Counter[str]) -> tuple[list[int | None], bool]:
+    """Each text's value as :meth:`_Lines.read` reads it -- None for one left out (counted
+    in ``dropped``) -- and whether any was. All at once (C loops) when every one is a
+    number in [0, 2^63); else one at a time."""
+    if not texts:
+        return [], False
+    joined = "\n".join(texts)
+    if joined.count(".0\n") == len(texts) - 1 and joined.endswith(".0"):
+        # Each ends with ".0" -- as Java prints an integral double under 10^7: a log start,
+        # a lag. int() of the digits is float()'s value while under 2^53 (exactly
+        # represented), and takes half the time.
+        try:
+            ints = list(map(int, map(_DIGITS, texts)))
+        except ValueError:
+            ints = None
+        if ints is not None and min(ints) >= 0 and max(ints) < _EXACT:
+            return ints, False  # type: ignore[return-value]  # list[int] is list[int | None]
+    try:
+        floats = list(map(float, texts))
+    except ValueError:
+        floats = None
+    if floats is not None:
+        total = sum(floats)  # NaN if one is
+        if not floats or (total == total and min(floats) >= 0.0 and max(floats) < _BOUND):
+            return list(map(int, floats)), False
+    values: list[int | None] = []
+    for text in texts:
+        try:
+            f = float(text)
+        except ValueError:
+            dropped["unreadable"] += 1
+            values.append(None)
             continue
-        brace = line.find("{")
-        space = line.rfind(" ")
-        name = line[:brace] if brace > 0 else line[:space]
-        target = per_partition.get(name)
-        if target is not None and brace > 0:
-            labels = dict(_LABEL.findall(line[brace : line.rfind("}")]))
-            lag = target is fetch_lag
-            if lag and any(labels.get(c, "").startswith(_NOT_A_FOLLOWER) for c in _CLIENT_LABELS):
-                continue
-            try:
-                key = (labels["topic"], int(labels["partition"]))
-                value = float(line[space + 1 :])
-            except (KeyError, ValueError):
-                dropped["unreadable"] += 1
-                continue
-            if 0.0 <= value < bound:  # False for NaN too
-                target[key] = int(value)
-            else:
-                dropped[_unusable(value, lag)] += 1
-        elif name in scalars:
-            try:
-                value = float(line[space + 1 :])
-            except ValueError:
-                dropped["unreadable"] += 1
-                continue
-            if 0.0 <= value < bound:
-                out.counters[scalars[name]] = int(value)
-            else:
-                dropped[_unusable(value, False)] += 1
-        elif name == names.process_start:
-            try:
-                value = float(line[space + 1 :]) * 1000
-            except ValueError:
-                dropped["unreadable"] += 1
-                continue
-            if 0.0 <= value < bound:
-                out.started_at = round(value)
-            else:
-                dropped[_unusable(value, False)] += 1
+        if 0.0 <= f < _BOUND:  # False for NaN too
+            values.append(int(f))
+        else:
+            dropped[_unusable(f, lag)] += 1
+            values.append(None)
+    return values, True
+
+
+def _joined(
+    rows: list[tuple[str, str]], labels: list[str], lag: bool, dropped: Counter[str]
+) -> tuple[list[Any], int]:
+    """The values of ``rows`` (labels' text, value) in the order of ``labels`` (None: left
+    out, :data:`_ABSENT`: not on the page), and how many rows that took."""
+    values, _ = _values(list(map(operator.itemgetter(1), rows)), lag, dropped)
+    by_labels = dict(zip(map(operator.itemgetter(0), rows), values, strict=True))
+    if len(by_labels) != len(rows):  # a series twice
+        raise _Irregular
+    column = list(map(by_labels.get, labels, itertools.repeat(_ABSENT)))
+    taken = len(column) - column.count(_ABSENT)
+    return column, taken
+
+
+def _rebuilt(page: str, head: str, labels: list[str], texts: list[str], at: int, end: int) -> bool:
+    """Whether the lines from ``at`` to ``end`` are ``head``, the labels, ``"} "`` and the
+    value, in turn: the family's series in the order of ``labels``, one each."""
+    parts: list[str] = [""] * (4 * len(texts))
+    parts[0::4] = itertools.repeat(head, len(texts))
+    parts[1::4] = labels
+    parts[2::4] = itertools.repeat("} ", len(texts))
+    parts[3::4] = texts
+    rebuilt = "".join(parts)
+    return len(rebuilt) == end - at and page.startswith(rebuilt, at)
+
+
+def _parse_bulk(page: str, names: JmxNames, bulk: _Bulk) -> BrokerScrape:
+    """:func:`parse` of ``page`` (every line after a line break: its first a comment, or
+    none); raises :class:`_Irregular` for a page it cannot read so.
+
+    A replica's three series are joined by their labels' text, each family's values read at
+    once. The exporter lists a family's series sorted by their labels: the log starts come
+    in the log ends' order when every replica has both -- then their block is the log ends'
+    labels with their values, and their values are taken in turn; else they are looked up,
+    as the lags (sorted by client id first) are. Each family in turn, its matches let go as
+    soon as read: the next one's reuse their memory (fresh memory costs page faults)."""
+    out = BrokerScrape()
+    dropped = out.dropped
+    blocks = [_block(page, head) for head in bulk.heads]
+    (leo_at, leo_end, _), (ls_at, ls_end, _), (lag_at, lag_end, _) = blocks
+    first, second = operator.itemgetter(0), operator.itemgetter(1)
+    # The log ends: every line of the family of the one shape read here.
+    ends = bulk.leo.findall(page, leo_at, leo_end)
+    if not _all_read(page, bulk.heads[0], blocks[0], len(ends)):
+        raise _Irregular
+    labels = list(map(first, ends))
+    # Each topic interned: the same object as the metadata's (admin._from_dict), whose
+    # partitions' samples are looked up by these keys.
+    topics = map(sys.intern, map(operator.itemgetter(2), ends))
+    keys = list(zip(topics, _partitions(list(map(second, ends))), strict=True))
+    end_values, _ = _values(list(map(operator.itemgetter(3), ends)), False, dropped)
+    del ends
+    # The log starts.
+    start_texts = bulk.log_start_values.findall(page, ls_at, ls_end)
+    if not _all_read(page, bulk.heads[1], blocks[1], len(start_texts)) or " " in "\n".join(
+        start_texts
+    ):
+        raise _Irregular
+    starts: list[Any]
+    start_rows: list[tuple[str, str]] = []
+    if len(start_texts) == len(labels) and _rebuilt(
+        page, bulk.heads[1], labels, start_texts, ls_at, ls_end
+    ):
+        starts, _ = _values(start_texts, False, dropped)
+        taken = len(starts)
+    else:
+        start_rows = bulk.log_start.findall(page, ls_at, ls_end)
+        starts, taken = _joined(start_rows, labels, False, dropped)
+    n_starts = len(start_texts)
+    del start_texts
+    # The followers' lags.
+    if page.find(_NOT_A_FOLLOWER, lag_at, lag_end) >= 0:  # a move between log directories
+        with_clients = bulk.lag_clients.findall(page, lag_at, lag_end)
+        n = len(with_clients)
+        lag_rows = [(k, v) for c, k, v in with_clients if not c.startswith(_NOT_A_FOLLOWER)]
+        del with_clients
+    else:
+        lag_rows = bulk.lag.findall(page, lag_at, lag_end)
+        n = len(lag_rows)
+    if not _all_read(page, bulk.heads[2], blocks[2], n) or " " in "".join(map(second, lag_rows)):
+        raise _Irregular
+    lags, lags_taken = _joined(lag_rows, labels, True, dropped)
+    if taken != len(starts):
+        starts = [None if v is _ABSENT else v for v in starts]
+    if lags_taken != len(lags):
+        lags = [None if v is _ABSENT else v for v in lags]
+    # No partition twice: the exporter's series sorted by their labels, as they are read
+    # here (else a set of them tells).
+    if not all(map(operator.lt, labels, itertools.islice(labels, 1, None))) and len(
+        set(labels)
+    ) != len(labels):
+        raise _Irregular
+    out.keys, out.ends, out.starts, out.lags = keys, end_values, starts, lags
+    if taken != n_starts or lags_taken != len(lag_rows):
+        _without_log_end(start_rows, lag_rows, set(labels), out)
+    # The counters and the JVM's start: each line that starts with one's name and "{" or " "
+    # (a few: found by text search, no pattern tried on every line), outside the blocks that
+    # hold only their family's lines.
+    gaps, at = [], 0
+    for (block_at, end_at, in_block), read in sorted(
+        zip(blocks, (len(labels), n_starts, n), strict=True)
+    ):
+        if in_block and read == in_block and block_at >= at:
+            gaps.append((at, block_at))
+            at = end_at
+    gaps.append((at, len(page)))
+    lines = _Lines(names, out)
+    for head in bulk.others:
+        for start, stop in gaps:
+            at = page.find(head, start, stop)
+            while at >= 0:
+                end = page.find("\n", at + 1)
+                end = len(page) if end < 0 else end
+                if page[at + len(head) : at + len(head) + 1] in ("{", " "):
+                    lines.read(page[at + 1 : end])
+                at = page.find(head, end, stop)
+    out.checked = True  # keys (interned str, int), values from _values or int() of digits
     return out
+
+
+def _without_log_end(
+    start_rows: list[tuple[str, str]],
+    lag_rows: list[tuple[str, str]],
+    ends: set[str],
+    out: BrokerScrape,
+) -> None:
+    """Into ``out.others``: the log starts and lags of partitions whose log end is not on
+    the page (their values were counted with their columns'); :class:`_Irregular` for
+    labels that are no partition's and topic's, or another way of writing a log end's."""
+    replicas = set(out.keys)
+    found: dict[tuple[str, int], list[int | None]] = {}
+    for i, rows in enumerate((start_rows, lag_rows)):
+        for labels, text in rows:
+            if labels in ends:
+                continue
+            m = _KEY.fullmatch(labels)
+            if m is None:
+                raise _Irregular
+            key = (m[2], int(m[1]))
+            if key in replicas:
+                raise _Irregular
+            reading = found.setdefault(key, [None, None, None])
+            try:
+                f = float(text)
+            except ValueError:
+                continue
+            reading[i + 1] = int(f) if 0.0 <= f < _BOUND else None
+    for key, (end, start, lag) in found.items():
+        if start is not None or lag is not None:
+            out.others[key] = (end, start, lag)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -14,10 +14,38 @@ from typing import Any
 import pytest
 
 from monitor.collector import Collector, CollectorConfig
-from monitor.contract.events import AnyEvent
+from monitor.contract.events import AnyEvent, PartitionEvent, ReplicaEvent
 from monitor.dev.lab.cluster import Lab
 from monitor.dev.lab.load import ProduceStats, produce
 from monitor.model import Finding
+
+
+def readings(events: Iterable[AnyEvent]) -> list[ReplicaEvent]:
+    """The replica readings among ``events``: each ``replica`` event, and each sample of a
+    round record (a ``partition`` event's ``replica_samples``) as the ``replica`` event it
+    means -- the record's topic and partition, the sample's stamp (else the record's)."""
+    out: list[ReplicaEvent] = []
+    for e in events:
+        if isinstance(e, ReplicaEvent):
+            out.append(e)
+        elif isinstance(e, PartitionEvent):
+            out.extend(
+                ReplicaEvent(
+                    schema_version=1,
+                    kind="replica",
+                    cluster=e.cluster,
+                    observed_at=e.observed_at if s.observed_at is None else s.observed_at,
+                    topic=e.topic,
+                    partition=e.partition,
+                    broker=s.broker,
+                    log_end_offset=s.log_end_offset,
+                    log_start_offset=s.log_start_offset,
+                    high_watermark=s.high_watermark,
+                    fetch_lag=s.fetch_lag,
+                )
+                for s in e.replica_samples or ()
+            )
+    return out
 
 
 def offline_collector(
@@ -33,8 +61,9 @@ def offline_collector(
     **settings: Any,
 ) -> Any:
     """A Collector whose Admin reads are stubs, and its exporter pages too: ``page`` for
-    every broker, or each broker's (a mapping). ``_pool`` has ``workers`` threads (default
-    one: the brokers are read one after another); the caller shuts it down. ``registered``:
+    every broker, or each broker's (a mapping: its brokers are the exporters). ``_pool`` has
+    ``workers`` threads (default one: the brokers are read one after another); the caller
+    shuts it down. ``registered``:
     the brokers the metadata lists (default: every broker); ``jmx=False``: no endpoints;
     ``jmx_urls``: real endpoints, read by the real ``jmx.fetch``; ``settings``: more of
     the collector's settings."""
@@ -55,7 +84,7 @@ def offline_collector(
     monkeypatch.setattr(mod, "read_topic_configs", lambda admin, topics, reads: {})
     if jmx_urls is None:
         pages = page if isinstance(page, Mapping) else dict.fromkeys(range(1, brokers + 1), page)
-        jmx_urls = {b: f"http://broker-{b}" for b in range(1, brokers + 1)} if jmx else {}
+        jmx_urls = {b: f"http://broker-{b}" for b in pages} if jmx else {}
 
         def fetch(url: str, timeout_s: float, max_bytes: int) -> str:
             return pages[int(url.removeprefix("http://broker-"))]

@@ -22,7 +22,7 @@ from monitor.collector import jmx
 from monitor.collector.admin import PartitionMetadata, Reads
 from monitor.collector.collector import RoundResult
 from monitor.contract.events import BrokerEvent, PartitionEvent, ReplicaEvent
-from tests.collector.helpers import offline_collector
+from tests.collector.helpers import offline_collector, readings
 
 #: A healthy broker's page: two replicas of ``orders``, both counters, the JVM's start.
 GOOD = """\
@@ -51,8 +51,9 @@ def _metadata(admin: object, exclude: object, internal: bool, reads: Reads) -> b
 
 
 def _replicas(res: RoundResult) -> dict[tuple[int, int], ReplicaEvent]:
-    """(broker, partition) -> the round's replica event."""
-    return {(e.broker, e.partition): e for e in res.events if isinstance(e, ReplicaEvent)}
+    """(broker, partition) -> the round's replica reading (a replica event, or a sample
+    of a round record as the replica event it means)."""
+    return {(e.broker, e.partition): e for e in readings(res.events)}
 
 
 def _brokers(res: RoundResult) -> dict[int, BrokerEvent]:
@@ -367,7 +368,7 @@ def test_a_page_not_in_by_the_rounds_deadline_is_a_failed_scrape(
         ("jmx", "broker 2: no page by the round's deadline (round_timeout_s 1 s)")
     ]
     # The next round: broker 2 read afresh, once, at that round's stamp.
-    events = [e for e in second.events if isinstance(e, BrokerEvent | ReplicaEvent)]
+    events = [*_brokers(second).values(), *readings(second.events)]
     assert {b: e.alive for b, e in _brokers(second).items()} == {1: True, 2: True, 3: True}
     assert len([e for e in events if e.broker == 2]) == 3  # its broker event, two replicas
     assert len({e.observed_at for e in events}) == 1 and second.errors == []

@@ -21,7 +21,6 @@ from monitor.contract.events import (
     AnyEvent,
     BrokerEvent,
     PartitionEvent,
-    ReplicaEvent,
     dumps,
     parse_event,
     to_model,
@@ -30,7 +29,7 @@ from monitor.dev.lab.admin import create_topic, delete_topic, elect_leader
 from monitor.dev.lab.cluster import Lab
 from monitor.dev.lab.load import produce, verify
 from monitor.model import ClusterModel, FindingKind, Severity
-from tests.collector.helpers import Recording
+from tests.collector.helpers import Recording, readings
 from tests.dev.lab.helpers import VERSION_LABS, heal, version_lab
 
 #: First base port tried for the version labs (the session lab's block is 29092).
@@ -102,7 +101,7 @@ def test_paused_follower_leaves_isr_and_returns(lab: Lab, recording: Recording) 
         for b in (1, 2, 3):
             recording.wait_for(
                 f"broker {b}'s log end",
-                lambda e, b=b: isinstance(e, ReplicaEvent) and e.topic == topic and e.broker == b,
+                lambda e, b=b: any(r.topic == topic and r.broker == b for r in readings([e])),
             )
     lab.pause(3)
     recording.wait_for(
@@ -229,7 +228,7 @@ def test_unclean_election_loss_matches_what_a_consumer_reads(
     assert loss.details["leo_sampled"] == "epoch"  # exact, not a sample
     if not recording.config.jmx_urls:
         # Admin API only: no replica sample at all, and still the exact loss.
-        assert not [e for e in recording.events if isinstance(e, ReplicaEvent)]
+        assert not readings(recording.events)
 
 
 def test_a_topic_deleted_and_recreated_is_a_new_history(lab: Lab, recording: Recording) -> None:

@@ -17,7 +17,7 @@ from monitor.collector.config import CollectorConfig
 from monitor.collector.jmx import JmxNames, parse
 from monitor.connection import KafkaConnection
 from monitor.contract.events import dumps, parse_event
-from tests.collector.helpers import offline_collector
+from tests.collector.helpers import offline_collector, readings
 
 PAGE = """\
 # HELP kafka_log_log_end_offset Log end offset
@@ -135,7 +135,6 @@ def test_a_round_without_metadata_keeps_filtering_by_the_last_topics(
     broker-internal logs through as partitions: found by the soak, where KRaft's
     ``__cluster_metadata`` opened a stale_telemetry that never resolved."""
     from monitor.collector.admin import Reads
-    from monitor.contract.events import ReplicaEvent
 
     page = PAGE + 'kafka_log_log_end_offset{partition="0",topic="__cluster_metadata"} 9.0\n'
     rounds = iter([True, False])
@@ -151,7 +150,7 @@ def test_a_round_without_metadata_keeps_filtering_by_the_last_topics(
     try:
         for _ in range(2):
             res = c.round()
-            topics = {e.topic for e in res.events if isinstance(e, ReplicaEvent)}
+            topics = {e.topic for e in readings(res.events)}
             assert "__cluster_metadata" not in topics, topics
             assert "orders" in topics
     finally:
@@ -165,7 +164,7 @@ def test_without_exporters_brokers_are_said_alive_as_the_metadata_lists_them(
     broker listed or holding a replica, alive as listed (broker 3 holds a replica and is
     not listed: stopped, or fenced), with no counters; the partition events as always."""
     from monitor.collector.admin import Reads
-    from monitor.contract.events import BrokerEvent, PartitionEvent, ReplicaEvent
+    from monitor.contract.events import BrokerEvent, PartitionEvent
 
     def metadata(admin: object, exclude: object, internal: bool, reads: Reads) -> bool:
         reads.partitions.append(PartitionMetadata("orders", 0, 1, 4, (1, 3), (1,), (3,), ()))
@@ -179,7 +178,7 @@ def test_without_exporters_brokers_are_said_alive_as_the_metadata_lists_them(
         res = c.round()
     finally:
         c._pool.shutdown()
-    assert not [e for e in res.events if isinstance(e, ReplicaEvent)]
+    assert not readings(res.events)
     brokers = {e.broker: e for e in res.events if isinstance(e, BrokerEvent)}
     assert {b: e.alive for b, e in brokers.items()} == {1: True, 2: True, 3: False}
     assert all(e.isr_shrinks_total is None and e.started_at is None for e in brokers.values())
@@ -192,7 +191,7 @@ def test_a_rounds_jmx_samples_share_one_stamp(monkeypatch: pytest.MonkeyPatch) -
     later time than its follower's fresher one, and the model saw the follower "ahead" (a
     false log_divergence). Every JMX sample of a round now carries the round's start, however
     long each broker takes to answer."""
-    from monitor.contract.events import BrokerEvent, ReplicaEvent
+    from monitor.contract.events import BrokerEvent
 
     ticks = iter(range(1_000, 100_000, 7))  # every clock read is later than the one before
     c = offline_collector(monkeypatch, PAGE, brokers=3, clock=lambda: next(ticks))
@@ -200,7 +199,7 @@ def test_a_rounds_jmx_samples_share_one_stamp(monkeypatch: pytest.MonkeyPatch) -
         res = c.round()
     finally:
         c._pool.shutdown()
-    jmx_events = [e for e in res.events if isinstance(e, ReplicaEvent | BrokerEvent)]
+    jmx_events = [*(e for e in res.events if isinstance(e, BrokerEvent)), *readings(res.events)]
     assert {e.broker for e in jmx_events} == {1, 2, 3}
     assert len({e.observed_at for e in jmx_events}) == 1, sorted(
         (e.broker, e.observed_at) for e in jmx_events
