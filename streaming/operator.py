@@ -71,6 +71,7 @@ from monitor.model import (
     Finding,
     ModelConfig,
     PartitionMeta,
+    PartitionRound,
     ReplicaReport,
     TopicConfigReport,
     TopicDeleted,
@@ -386,14 +387,14 @@ def ordered_events(payloads: list[str]) -> tuple[list[Any], int, int]:
         ev = makers[code](it)
         at, r = d[observed], rank[code]
         if code == _PARTITION_CODE and (samples := d.get(samples_at)):
-            for i, s in enumerate(samples):
-                broker, leo, lso, hw, lag, s_at = s.values()
-                s_at = at if s_at is None else s_at
-                sample = ReplicaReport(
-                    ev.cluster, s_at, ev.topic, ev.partition, broker, leo, lso, hw, lag
-                )
-                keyed.append((s_at, r, src_p, src_o, i, sample))
-            keyed.append((at, r, src_p, src_o, len(samples), ev))
+            # A round record: its events in the model's own order (PartitionRound.events).
+            c, topic, part = ev.cluster, ev.topic, ev.partition
+            reports = tuple(
+                ReplicaReport(c, at if s_at is None else s_at, topic, part, b, leo, lso, hw, lag)
+                for b, leo, lso, hw, lag, s_at in (s.values() for s in samples)
+            )
+            for i, one in enumerate(PartitionRound(ev, reports).events()):
+                keyed.append((one.observed_at, r, src_p, src_o, i, one))
         else:
             keyed.append((at, r, src_p, src_o, 0, ev))
     keyed.sort(key=operator.itemgetter(0, 1, 2, 3, 4))

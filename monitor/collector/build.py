@@ -31,6 +31,10 @@ from monitor.collector.jmx import BrokerScrape
 from monitor.contract.events import (
     INT32_MAX,
     INT64_MAX,
+    TOPIC_ID_LENGTH,
+    TOPIC_ID_PATTERN,
+    TOPIC_MAX_LENGTH,
+    TOPIC_PATTERN,
     AnyEvent,
     BrokerEvent,
     PartitionEvent,
@@ -113,8 +117,15 @@ def _made(cls: type[_E], fields_set: set[str], values: dict[str, Any]) -> _E:
     return ev
 
 
-_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
-_TOPIC_ID = re.compile(r"[A-Za-z0-9_-]{22}")
+def _whole(pattern: str, low: int, high: int) -> re.Pattern[str]:
+    """The contract's ``^...+$`` pattern with its length bounds, for ``fullmatch`` (no
+    ``$``: Python's would let a trailing newline through, pydantic's does not)."""
+    body = pattern.removeprefix("^").removesuffix("$").removesuffix("+")
+    return re.compile(f"{body}{{{low},{high}}}")
+
+
+_TOPIC = _whole(TOPIC_PATTERN, 1, TOPIC_MAX_LENGTH)
+_TOPIC_ID = _whole(TOPIC_ID_PATTERN, TOPIC_ID_LENGTH, TOPIC_ID_LENGTH)
 
 
 class _Checks:

@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from monitor.contract.events import AnyEvent, PartitionEvent, ReplicaEvent
+
 #: The fields of a ``replica`` event a sample keeps (``observed_at`` only when it differs
 #: from the round's).
 SAMPLE_FIELDS = ("broker", "log_end_offset", "log_start_offset", "high_watermark", "fetch_lag")
@@ -83,3 +85,27 @@ def fold(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
                 ev = {**ev, "replica_samples": samples}
         out.append(ev)
     return [e for e in out if e is not None]
+
+
+def unfold_events(events: Iterable[AnyEvent]) -> list[ReplicaEvent]:
+    """The ``replica`` events a stream says: its own, and each round record's samples as the
+    ``replica`` events they mean (the record's topic and partition, the sample's stamp, else
+    the record's) -- the contract-level reading of :func:`monitor.model.order.unfold`."""
+    out: list[ReplicaEvent] = []
+    for e in events:
+        if isinstance(e, ReplicaEvent):
+            out.append(e)
+        elif isinstance(e, PartitionEvent):
+            out.extend(
+                ReplicaEvent(
+                    schema_version=1,
+                    kind="replica",
+                    cluster=e.cluster,
+                    observed_at=e.observed_at if s.observed_at is None else s.observed_at,
+                    topic=e.topic,
+                    partition=e.partition,
+                    **s.model_dump(exclude={"observed_at"}),
+                )
+                for s in e.replica_samples or ()
+            )
+    return out

@@ -14,38 +14,17 @@ from typing import Any
 import pytest
 
 from monitor.collector import Collector, CollectorConfig
-from monitor.contract.events import AnyEvent, PartitionEvent, ReplicaEvent
+from monitor.contract.events import AnyEvent, ReplicaEvent
 from monitor.dev.lab.cluster import Lab
 from monitor.dev.lab.load import ProduceStats, produce
+from monitor.dev.rounds import unfold_events
 from monitor.model import Finding
 
 
 def readings(events: Iterable[AnyEvent]) -> list[ReplicaEvent]:
     """The replica readings among ``events``: each ``replica`` event, and each sample of a
-    round record (a ``partition`` event's ``replica_samples``) as the ``replica`` event it
-    means -- the record's topic and partition, the sample's stamp (else the record's)."""
-    out: list[ReplicaEvent] = []
-    for e in events:
-        if isinstance(e, ReplicaEvent):
-            out.append(e)
-        elif isinstance(e, PartitionEvent):
-            out.extend(
-                ReplicaEvent(
-                    schema_version=1,
-                    kind="replica",
-                    cluster=e.cluster,
-                    observed_at=e.observed_at if s.observed_at is None else s.observed_at,
-                    topic=e.topic,
-                    partition=e.partition,
-                    broker=s.broker,
-                    log_end_offset=s.log_end_offset,
-                    log_start_offset=s.log_start_offset,
-                    high_watermark=s.high_watermark,
-                    fetch_lag=s.fetch_lag,
-                )
-                for s in e.replica_samples or ()
-            )
-    return out
+    round record as the ``replica`` event it means (:func:`monitor.dev.rounds.unfold_events`)."""
+    return unfold_events(events)
 
 
 def offline_collector(
