@@ -39,6 +39,15 @@ from monitor.model.state import (
 
 K = FindingKind
 
+#: Quiet partitions are judged cheaply. A condition emits only when it is active or open
+#: (:meth:`Emitter.condition`); on a partition with no open condition each judgement below
+#: first computes its predicates -- the same expressions it would pass to the emitter --
+#: and returns when none holds, without building the emitter's calls and detail closures.
+#: Most partitions of a healthy fleet are quiet on most rounds: this was half the model's
+#: time per round. ``False`` judges every condition the long way (the differential test
+#: ``tests/model/test_quiet.py`` runs every scenario and property stream both ways).
+QUIET_SKIPS = True
+
 
 @dataclass(frozen=True, slots=True)
 class Context:
@@ -79,7 +88,8 @@ def step(
         applied = _apply_replica(state, event, ctx, emit)
     if applied:
         t = event.observed_at
-        emit.condition(K.STALE_TELEMETRY, False, t)
+        if state.open or not QUIET_SKIPS:
+            emit.condition(K.STALE_TELEMETRY, False, t)
         if 0 <= state.deferred_at < t:
             _judge_followers(state, t, ctx, emit)  # what the last instant left undecided
         if isinstance(event, PartitionMeta):
@@ -536,6 +546,18 @@ def _isr_conditions(s: PartitionState, t: int, ctx: Context, emit: Emitter) -> N
     online = s.leader is not None
     isr, replicas = s.isr, s.replicas
     min_isr = ctx.min_isr
+    original = rules.original_replicas(replicas, s.adding_replicas)
+    offline = bool(replicas) and rules.is_offline(s.leader)
+    under_replicated = online and rules.is_under_replicated(isr, original)
+    moving = bool(s.adding_replicas or s.removing_replicas)
+    under_min = bool(replicas) and rules.is_under_min_isr(isr, min_isr)
+    at_min = online and ctx.min_isr_known and rules.is_at_min_isr(isr, original, min_isr)
+    if (
+        QUIET_SKIPS
+        and not s.open
+        and not (offline or under_replicated or moving or under_min or at_min)
+    ):
+        return
 
     def isr_details() -> dict[str, Any]:
         return {
@@ -547,7 +569,7 @@ def _isr_conditions(s: PartitionState, t: int, ctx: Context, emit: Emitter) -> N
 
     emit.condition(
         K.OFFLINE,
-        bool(replicas) and rules.is_offline(s.leader),
+        offline,
         t,
         lambda: {
             "replicas": list(replicas),
@@ -557,10 +579,9 @@ def _isr_conditions(s: PartitionState, t: int, ctx: Context, emit: Emitter) -> N
             "epoch": s.leader_epoch,
         },
     )
-    original = rules.original_replicas(replicas, s.adding_replicas)
     emit.condition(
         K.UNDER_REPLICATED,
-        online and rules.is_under_replicated(isr, original),
+        under_replicated,
         t,
         lambda: {
             "isr": list(isr),
@@ -570,7 +591,7 @@ def _isr_conditions(s: PartitionState, t: int, ctx: Context, emit: Emitter) -> N
     )
     emit.condition(
         K.REASSIGNMENT,
-        bool(s.adding_replicas or s.removing_replicas),
+        moving,
         t,
         lambda: {
             "replicas": list(replicas),
@@ -579,15 +600,8 @@ def _isr_conditions(s: PartitionState, t: int, ctx: Context, emit: Emitter) -> N
             "copied": _copy_progress(s),
         },
     )
-    emit.condition(
-        K.UNDER_MIN_ISR, bool(replicas) and rules.is_under_min_isr(isr, min_isr), t, isr_details
-    )
-    emit.condition(
-        K.AT_MIN_ISR,
-        online and ctx.min_isr_known and rules.is_at_min_isr(isr, original, min_isr),
-        t,
-        isr_details,
-    )
+    emit.condition(K.UNDER_MIN_ISR, under_min, t, isr_details)
+    emit.condition(K.AT_MIN_ISR, at_min, t, isr_details)
 
 
 def _copy_progress(s: PartitionState) -> dict[str, dict[str, int]]:
@@ -615,12 +629,24 @@ def _replica_conditions(
     follower = (
         s.leader is not None and b != s.leader and b in s.replicas and b not in s.adding_replicas
     )
+    lagging = follower and rules.is_lagging(
+        rs.lag_ms, rs.lag_offsets, cfg.follower_lag_ms, cfg.follower_lag_offsets
+    )
+    # A replica known to hold more than the new epoch's start (an old leader coming back)
+    # is ahead until it truncates -- a few seconds under the leader-epoch protocol. Only if
+    # it stays ahead for longer than Kafka lets a follower lag is that a divergence.
+    expected_to_truncate = cfg.epoch_truncation and rs.must_truncate_to >= 0
+    ahead = rs.ahead_samples >= 2 and (
+        not expected_to_truncate or t - rs.ahead_since > cfg.follower_lag_ms
+    )
+    diverged = follower and (
+        ahead or (not cfg.epoch_truncation and rs.must_truncate_to >= 0 and b in s.isr)
+    )
+    if QUIET_SKIPS and not s.open and not lagging and not diverged:
+        return
     emit.condition(
         K.FOLLOWER_LAG,
-        follower
-        and rules.is_lagging(
-            rs.lag_ms, rs.lag_offsets, cfg.follower_lag_ms, cfg.follower_lag_offsets
-        ),
+        lagging,
         t,
         lambda: {
             "lag_ms": rs.lag_ms,
@@ -632,17 +658,9 @@ def _replica_conditions(
         },
         broker=b,
     )
-    # A replica known to hold more than the new epoch's start (an old leader coming back)
-    # is ahead until it truncates -- a few seconds under the leader-epoch protocol. Only if
-    # it stays ahead for longer than Kafka lets a follower lag is that a divergence.
-    expected_to_truncate = cfg.epoch_truncation and rs.must_truncate_to >= 0
-    ahead = rs.ahead_samples >= 2 and (
-        not expected_to_truncate or t - rs.ahead_since > cfg.follower_lag_ms
-    )
     emit.condition(
         K.LOG_DIVERGENCE,
-        follower
-        and (ahead or (not cfg.epoch_truncation and rs.must_truncate_to >= 0 and b in s.isr)),
+        diverged,
         t,
         lambda: {
             "leader": s.leader,
@@ -656,9 +674,12 @@ def _replica_conditions(
 
 
 def _hw_condition(s: PartitionState, t: int, ctx: Context, emit: Emitter) -> None:
+    lagging = s.leader is not None and s.hw >= 0 and s.hw_lag_ms > ctx.config.hw_lag_ms
+    if QUIET_SKIPS and not s.open and not lagging:
+        return
     emit.condition(
         K.HW_LAG,
-        s.leader is not None and s.hw >= 0 and s.hw_lag_ms > ctx.config.hw_lag_ms,
+        lagging,
         t,
         lambda: {
             "hw": s.hw,
