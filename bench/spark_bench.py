@@ -67,6 +67,13 @@ def _children(pid: int) -> list[int]:
     return out
 
 
+def _descendants(pid: int) -> list[int]:
+    out: list[int] = []
+    for c in _children(pid):
+        out += [c, *_descendants(c)]
+    return out
+
+
 def _cpu_s(pid: int) -> float:
     """CPU seconds of a process: its threads plus its children that have exited."""
     try:
@@ -81,10 +88,12 @@ class MemorySampler(threading.Thread):
     the CPU time they use after the first (warm-up) batch: the load-independent cost.
     """
 
-    def __init__(self, jvm_pid: int, query: Any = None) -> None:
+    def __init__(self, jvm_pid: int, query: Any = None, executors: int | None = None) -> None:
         super().__init__(daemon=True)
         self.jvm_pid = jvm_pid
         self.query = query
+        #: A standalone Worker's pid: its executor JVMs and their Python workers count too.
+        self.executors = executors
         self.peak_driver = 0.0
         self.peak_workers = 0.0
         self.peak_python_driver = 0.0
@@ -99,7 +108,17 @@ class MemorySampler(threading.Thread):
         for daemon in _children(self.jvm_pid):
             pids.append(daemon)
             pids.extend(_children(daemon))
+        if self.executors is not None:
+            pids.extend(_descendants(self.executors))
         return pids
+
+    def _python_workers(self) -> list[int]:
+        """The Python daemons and workers: the driver JVM's (local mode) or, on a
+        standalone cluster, each executor JVM's."""
+        jvms = [self.jvm_pid]
+        if self.executors is not None:
+            jvms += _children(self.executors)
+        return [w for jvm in jvms for d in _children(jvm) for w in (d, *_children(d))]
 
     def run(self) -> None:
         while self.running:
@@ -109,11 +128,7 @@ class MemorySampler(threading.Thread):
     def sample(self) -> None:
         self.peak_driver = max(self.peak_driver, _rss_mb(self.jvm_pid))
         self.peak_python_driver = max(self.peak_python_driver, _rss_mb(os.getpid()))
-        workers = 0.0
-        for daemon in _children(self.jvm_pid):
-            workers += _rss_mb(daemon)
-            for w in _children(daemon):
-                workers += _rss_mb(w)
+        workers = sum(_rss_mb(w) for w in self._python_workers())
         self.peak_workers = max(self.peak_workers, workers)
         self.cpu_last = sum(_cpu_s(p) for p in self._tree())
         if self.cpu_after_first is None and self.query is not None:
@@ -209,7 +224,7 @@ def _measure(
 ) -> dict[str, float]:
     """Drain the query, print its figures, return the headline ones."""
     out: dict[str, float] = {}
-    sampler = MemorySampler(jvm_pid, job.query)
+    sampler = MemorySampler(jvm_pid, job.query, getattr(args, "worker_pid", None))
     sampler.start()
     load_before = os.getloadavg()
     job.drain(timeout_s=7200, poll_s=0.2)
@@ -340,6 +355,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--trigger-seconds", type=float, default=0.0)
     ap.add_argument("--shuffle-partitions", type=int, default=2)
     ap.add_argument("--master", default="local[2]")
+    ap.add_argument(
+        "--standalone-cores",
+        type=int,
+        default=0,
+        help="run on a Spark standalone cluster started here (master + one worker with "
+        "this many cores, 127.0.0.1) instead of --master; CPU counts the executor's JVM and "
+        "Python workers",
+    )
     ap.add_argument("--bootstrap", help="Kafka bootstrap servers (kafka, ceiling)")
     ap.add_argument("--lab", action="store_true", help="start a lab Kafka (kafka, ceiling)")
     ap.add_argument("--lab-port", type=int, default=23092)
@@ -379,7 +402,25 @@ def main(argv: list[str] | None = None) -> int:
         flush=True,
     )
     jars = kafka_jars() if args.mode in ("kafka", "ceiling") else []
-    spark = build_session(master=args.master, shuffle_partitions=args.shuffle_partitions, jars=jars)
+    cluster, conf = None, {}
+    if args.standalone_cores:
+        from monitor.dev.processes.spark import SparkStandalone
+
+        cluster = SparkStandalone(
+            work / "standalone", worker_cores=args.standalone_cores, worker_memory="8g"
+        )
+        cluster.start()
+        args.master, args.worker_pid = cluster.url, cluster.procs[1].pid
+        conf = {"spark.executor.memory": "6g", "spark.cores.max": str(args.standalone_cores)}
+        print(f"standalone cluster {cluster.url}: 1 worker, {args.standalone_cores} core(s)")
+    try:
+        spark = build_session(
+            master=args.master, shuffle_partitions=args.shuffle_partitions, jars=jars, conf=conf
+        )
+    except BaseException:
+        if cluster is not None:
+            cluster.stop()
+        raise
     spark.sparkContext.setLogLevel("ERROR")
     jvm_pid = int(spark.sparkContext._jvm.ProcessHandle.current().pid())  # type: ignore[union-attr]
     cfg = StreamingConfig(
@@ -529,6 +570,8 @@ def main(argv: list[str] | None = None) -> int:
                 )
     finally:
         spark.stop()
+        if cluster is not None:
+            cluster.stop()
         if lab is not None:
             lab.down()
         if not args.keep:
