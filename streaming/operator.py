@@ -157,10 +157,10 @@ def bucket_index(buckets: int) -> dict[int, int]:
 #: body alone identifies the event: equal bodies are exact duplicates. Python parses all
 #: bodies of a batch with one ``json.loads`` (C speed) instead of splitting and converting
 #: every field. A round record's body (a ``partition`` event with ``replica_samples``)
-#: has one member more, :data:`SAMPLES_MEMBER`: the samples, each an object of
-#: :data:`SAMPLE_FIELDS` under the short names, unfolded here into ``replica`` events
-#: (:func:`ordered_events`). Dead letters: ``src_partition SEP src_offset SEP f SEP source
-#: topic SEP reason``.
+#: has one member more, :data:`SAMPLES_MEMBER`: the samples, each an array of its values
+#: in :data:`SAMPLE_FIELDS` order (all integers or null; a list decodes faster than an
+#: object), unfolded here into ``replica`` events (:func:`ordered_events`). Dead letters:
+#: ``src_partition SEP src_offset SEP f SEP source topic SEP reason``.
 SEP = "\x1f"
 KIND_CODES: dict[str, str] = {
     "topic_config": "t",
@@ -185,8 +185,8 @@ BODY_FIELDS: dict[str, tuple[str, ...]] = {
 BODY_KIND = "k"
 BODY_NAMES: tuple[str, ...] = tuple("abcdefghijlmnopqrstuvwxyz")
 assert BODY_KIND not in BODY_NAMES and all(len(f) <= len(BODY_NAMES) for f in BODY_FIELDS.values())
-#: A round record's samples: the member after the partition event's fields, and each
-#: sample's fields in the contract's order (``monitor.contract.events.ReplicaSample``).
+#: A round record's samples: the member after the partition event's fields, and the order
+#: of each sample's values (the contract's, ``monitor.contract.events.ReplicaSample``).
 SAMPLES_MEMBER = BODY_NAMES[len(BODY_FIELDS["partition"])]
 SAMPLE_FIELDS: tuple[str, ...] = tuple(ReplicaSample.model_fields)
 assert SAMPLE_FIELDS[:2] == ("broker", "log_end_offset") and SAMPLE_FIELDS[-1] == "observed_at"
@@ -400,7 +400,7 @@ def ordered_events(payloads: list[str]) -> tuple[list[Any], int, int]:
         c, at, topic, part = ev.cluster, ev.observed_at, ev.topic, ev.partition
         reports = tuple(
             ReplicaReport(c, at if s_at is None else s_at, topic, part, b, leo, lso, hw, lag)
-            for b, leo, lso, hw, lag, s_at in (s.values() for s in samples)
+            for b, leo, lso, hw, lag, s_at in samples
         )
         for i, one in enumerate(PartitionRound(ev, reports).events()):
             keyed.append((one.observed_at, p_rank, src_p, src_o, i, one))
@@ -606,6 +606,15 @@ class BucketStore:
         if old is None:  # a new bucket: a snapshot, no delta (nobody can be behind)
             meta = Meta(seq=1, tag=tag, log_start=2)
             self._snapshot(state, meta)
+        elif len(partitions) >= len(state.model.partitions):
+            # The batch changed every partition (a collection round of the whole bucket):
+            # its delta would be the snapshot's size, and the delta log would be compacted
+            # into a snapshot every other batch -- the bucket pickled twice. The snapshot
+            # alone; the deltas below it are obsolete (a worker behind reloads it).
+            meta = Meta(old.seq + 1, tag, log_start=old.seq + 2)
+            self._snapshot(state, meta)
+            for seq in range(old.log_start, old.seq + 1):
+                self.deltas.removeKey((seq,))
         else:
             header = tuple(getattr(state, n) for n in HEADER_FIELDS)
             blob = dumps(Delta(header, partitions, topics, dict(state.model.brokers)))
@@ -692,7 +701,7 @@ class Outputs:
             values.append(state_json(ps, config, deleted_at).encode())
         # Column by column (a row at a time through :meth:`add` was a third of the cost).
         n, cols = len(keys), self.cols
-        given = {"out": ["state"] * n, "key": keys, "value": values}
+        given: dict[str, list[Any]] = {"out": ["state"] * n, "key": keys, "value": values}
         given |= {"bucket": [bucket] * n, "seq": [seq] * n}
         for c in self.COLUMNS:
             cols[c].extend(given.get(c) or [None] * n)
@@ -824,6 +833,7 @@ class BucketProcessor(StatefulProcessor):
         model = state.model
         n_events = n_dup = n_owned = 0
         touched: dict[tuple[str, str, int], PartitionState | None] = {}
+        touched_keys: dict[tuple[str, str, int], None] = {}
         topics: dict[tuple[str, str], TopicState | None] = {}
         findings: list[Finding] = []
         max_obs = state.input_max_observed if state.input_batch_ts == now else -1
@@ -836,30 +846,34 @@ class BucketProcessor(StatefulProcessor):
             n_dup += dups
             n_events += len(payloads)
             n_owned += owned
+            apply, partitions = model.apply, model.partitions
             for ev in events:
-                if isinstance(ev, TopicConfigReport):
+                kind = type(ev)
+                if kind is TopicConfigReport:
                     tk = (ev.cluster, ev.topic)
                     before = model.topics.get(tk)
                     config = before.config if before is not None else None
-                    found = model.apply(ev)
+                    found = apply(ev)
                     ts = model.topics.get(tk)  # None: the topic is deleted
                     if ts is not None:
                         topics[tk] = ts
                         if ts.config != config:  # the topic's partitions were re-judged
-                            for pk, ps in model.partitions.items():
+                            for pk in partitions:
                                 if pk[0] == tk[0] and pk[1] == tk[1]:
-                                    touched[pk] = ps
+                                    touched_keys[pk] = None
                 else:
-                    found = model.apply(ev)
-                    if isinstance(ev, PartitionMeta | ReplicaReport):
-                        k = (ev.cluster, ev.topic, ev.partition)
-                        now_ps = model.partitions.get(k)  # None: its topic is deleted
-                        if now_ps is not None:
-                            touched[k] = now_ps
+                    found = apply(ev)
+                    if kind is PartitionMeta or kind is ReplicaReport:
+                        touched_keys[(ev.cluster, ev.topic, ev.partition)] = None
                 if found:
                     findings.extend(found)
-                if ev.observed_at > max_obs:
-                    max_obs = ev.observed_at
+            if events and events[-1].observed_at > max_obs:  # (sorted by observed_at)
+                max_obs = events[-1].observed_at
+        # The touched partitions' states, in the order first touched (a partition whose
+        # topic was deleted since is not in the model: _forgotten marks it below).
+        for k in touched_keys:
+            if (ps := model.partitions.get(k)) is not None:
+                touched[k] = ps
         prof.mark("apply")
         state.input_batch_ts, state.input_max_observed = now, max_obs
         state.events += n_events

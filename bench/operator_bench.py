@@ -1,0 +1,144 @@
+"""The stateful operator's Python side alone: CPU per partition-round, by phase, no Spark.
+
+The processor (``streaming.operator.BucketProcessor``) runs on in-memory fakes of Spark's
+state handle (``tests/streaming/test_operator_state.py``), fed the payloads the JVM would
+pack for ``monitor.dev.synth`` round records, one bucket at a time, batch after batch, in
+one process: what a Python worker pays per partition-round, without the JVM, the socket
+round trips of the state API or a second worker. The phases are those of
+``MONITOR_STREAMING_PROFILE`` (decode and order, apply, save, outputs, frame).
+
+::
+
+    python -m bench.operator_bench --partitions 20000 --rounds 8 --buckets 4
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import tempfile
+import time
+import zlib
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from monitor.contract.events import validate_event
+from monitor.dev.synth import generate
+from monitor.model import ModelConfig
+from streaming import operator as op
+from tests.streaming.test_operator_state import Clock, FakeHandle
+
+
+def payload(d: dict[str, Any], offset: int, owner: bool) -> str:
+    """What ``streaming.job.build_operator_input`` packs on the JVM for a valid record
+    (a round record's samples included)."""
+    ev = validate_event(d).model_dump()
+    body: dict[str, Any] = {op.BODY_KIND: op.KIND_CODES[ev["kind"]]}
+    body.update(zip(op.BODY_NAMES, (ev[n] for n in op.BODY_FIELDS[ev["kind"]]), strict=False))
+    if ev["kind"] == "partition":
+        samples = ev.get("replica_samples")
+        body[op.SAMPLES_MEMBER] = (
+            None if samples is None else [[s[f] for f in op.SAMPLE_FIELDS] for s in samples]
+        )
+    text = json.dumps(body, separators=(",", ":"))
+    return op.SEP.join(["0", str(offset), "t" if owner else "f", text])
+
+
+def route(d: dict[str, Any], buckets: int) -> list[tuple[int, bool]]:
+    if d["kind"] in ("topic_config", "topic_deleted", "broker"):
+        key = (
+            f"{d['cluster']}/broker/{d['broker']}"
+            if d["kind"] == "broker"
+            else f"{d['cluster']}/topic/{d['topic']}"
+        )
+        owner = zlib.crc32(key.encode()) % buckets
+        return [(b, b == owner) for b in range(buckets)]
+    h = zlib.crc32(f"{d['cluster']}/{d['topic']}/{d['partition']}".encode()) % buckets
+    return [(h, True)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.operator_bench", description=__doc__)
+    ap.add_argument("--partitions", type=int, default=20_000)
+    ap.add_argument("--rounds", type=int, default=8)
+    ap.add_argument("--buckets", type=int, default=4)
+    args = ap.parse_args(argv)
+
+    records = list(generate(args.partitions, args.rounds, form="rounds", seed=1))
+    # One micro-batch per round (the stream's records in order; a round is ~1 + P records).
+    batches: list[list[dict[str, Any]]] = [[]]
+    seen_at = records[0]["observed_at"]
+    for d in records:
+        if d["kind"] == "partition" and d["observed_at"] - seen_at > 2_000:
+            batches.append([])
+            seen_at = d["observed_at"]
+        batches[-1].append(d)
+    settings = op.OperatorSettings(
+        buckets=args.buckets,
+        tick_ms=3_600_000,
+        catchup_slack_ms=10_000,
+        model=ModelConfig(),
+        cache_scope="bench",
+    )
+    stores: dict[int, dict[str, Any]] = {b: {} for b in range(args.buckets)}
+    keys = op.bucket_keys(args.buckets)
+    prof_path = Path(tempfile.mkdtemp(prefix="operator-bench-")) / "profile.txt"
+    os.environ["MONITOR_STREAMING_PROFILE"] = str(prof_path)
+    offset = 0
+    cpu: list[float] = []
+    rounds: list[int] = []
+    for batch in batches:
+        per_bucket: dict[int, list[str]] = defaultdict(list)
+        for d in batch:
+            for b, owner in route(d, args.buckets):
+                per_bucket[b].append(payload(d, offset, owner))
+            offset += 1
+        frames = {b: pd.DataFrame({"payload": p, "value": None}) for b, p in per_bucket.items()}
+        now = max(d["observed_at"] for d in batch) + 1_000
+        gc.collect()
+        started = time.process_time()
+        for b, frame in frames.items():
+            proc = op.make_processor(settings)
+            proc.init(FakeHandle(stores[b]))
+            for _ in proc.handleInputRows((keys[b],), iter([frame]), Clock(now)):
+                pass
+        cpu.append(time.process_time() - started)
+        rounds.append(sum(1 for d in batch if d["kind"] == "partition"))
+    steady_cpu, steady_rounds = sum(cpu[2:]), sum(rounds[2:])
+    print(
+        f"{args.partitions} partitions x {args.rounds} rounds, {args.buckets} buckets, "
+        f"{len(batches)} batches (the first two are warm-up)"
+    )
+    print(
+        f"operator, Python side: {steady_cpu / steady_rounds * 1e6:.1f} us of CPU per "
+        f"partition-round over {steady_rounds} rounds"
+    )
+    phases: dict[str, float] = defaultdict(float)
+    lines = prof_path.read_text().splitlines()
+    skip = sum(len(per) for per in [range(args.buckets)] * 2)  # the warm-up batches' lines
+    for line in lines[skip:]:
+        parts = dict(p.split("=") for p in line.split())
+        for k, v in parts.items():
+            if k not in ("bucket", "events"):
+                phases[k.split("_")[0]] += float(v) / 1000
+    total = sum(phases.values())
+    print(
+        "  by phase (wall, us per partition-round): "
+        + ", ".join(
+            f"{k} {v / steady_rounds * 1e6:.1f}"
+            for k, v in sorted(phases.items(), key=lambda kv: -kv[1])
+        )
+        + f"; total {total / steady_rounds * 1e6:.1f}"
+    )
+    prof_path.unlink()
+    prof_path.parent.rmdir()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
