@@ -49,9 +49,10 @@ def admin_only_notice() -> str:
 
 def check(config: CollectorConfig, say: Callable[[str], None] = print) -> int:
     problems = 0
+    shard = "" if config.shard_spec().whole else f", shard {config.shard}"
     say(
         f"configuration: ok (cluster {config.cluster}, {len(config.jmx_urls)} exporter "
-        f"endpoint(s), jmx_profile {config.jmx_profile})"
+        f"endpoint(s), jmx_profile {config.jmx_profile}{shard})"
     )
     brokers: set[int] | None = None
     collector = Collector(config)

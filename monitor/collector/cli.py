@@ -65,6 +65,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "job older than round records)",
     )
     p.add_argument(
+        "--shard",
+        metavar="I/N",
+        help="several collectors on one cluster: this one is the I-th (from 0) of N and "
+        "sends the partitions of its share of the topics, and every topic's and broker's "
+        "events (default 0/1: the whole cluster; docs/collector.md)",
+    )
+    p.add_argument(
         "--check",
         action="store_true",
         help="check the configuration, Kafka and every exporter endpoint (its profile, what "
@@ -117,6 +124,7 @@ def build_config(args: argparse.Namespace) -> CollectorConfig:
         ("metrics_host", args.metrics_host),
         ("jmx_profile", args.jmx_profile),
         ("round_records", args.round_records),
+        ("shard", args.shard),
     ):
         if value is not None:
             flags[key] = value

@@ -34,6 +34,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_serv
 from monitor import __version__
 from monitor.collector import build, jmx
 from monitor.collector.admin import (
+    PartitionMetadata,
     Reads,
     TopicDurability,
     read_brokers,
@@ -182,6 +183,8 @@ class Collector:
         self.unclean_counter = False
         #: The exporter profile detected on each broker's page (``jmx_profile = "auto"``).
         self._profiles: dict[int, str] = {}
+        #: The partitions this collector sends, when several share the cluster.
+        self.shard = config.shard_spec()
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -216,6 +219,12 @@ class Collector:
                 self._admin.close()
                 raise explain_connect_failure(target, e) from None
         self._pool = ThreadPoolExecutor(max_workers=max(1, min(16, len(self.config.jmx_urls))))
+        if not self.shard.whole:
+            log.info(
+                "shard %s: sending the partitions of the topics whose CRC-32 modulo %d is %d, "
+                "and every topic's and broker's events",
+                self.shard, self.shard.count, self.shard.index,
+            )  # fmt: skip
         if self.config.metrics_port is not None:
             self._metrics_server = start_http_server(
                 self.config.metrics_port, self.config.metrics_host, self.health.registry
@@ -301,15 +310,20 @@ class Collector:
         return profile
 
     def _unscraped_brokers(
-        self, reads: Reads, t_meta: int, dropped: build.Dropped
+        self,
+        reads: Reads,
+        partitions: list[PartitionMetadata],
+        t_meta: int,
+        dropped: build.Dropped,
     ) -> list[AnyEvent]:
         """Broker events for the brokers without an exporter endpoint (all of them in
         Admin-API-only collection): alive as the cluster metadata lists them. The brokers
-        are those listed and those holding a replica; none when the list could not be
-        read (nothing is known of them this round)."""
+        are those listed and those holding a replica of ``partitions`` (the whole
+        cluster's); none when the list could not be read (nothing is known of them this
+        round)."""
         if reads.brokers is None:
             return []
-        assigned = set(itertools.chain.from_iterable(map(_REPLICAS, reads.partitions)))
+        assigned = set(itertools.chain.from_iterable(map(_REPLICAS, partitions)))
         unscraped = (reads.brokers | assigned) - set(self.config.jmx_urls)
         listed = reads.brokers
 
@@ -327,11 +341,17 @@ class Collector:
         self._moving = set(reads.reassignments)
         return {**{k: ([], []) for k in ended}, **reads.reassignments}
 
-    def _deleted(self, reads: Reads, t_meta: int, dropped: build.Dropped) -> list[AnyEvent]:
+    def _deleted(
+        self,
+        reads: Reads,
+        partitions: list[PartitionMetadata],
+        t_meta: int,
+        dropped: build.Dropped,
+    ) -> list[AnyEvent]:
         """``topic_deleted`` for each topic the last complete metadata read listed and this
-        one (complete too) does not."""
+        one (complete too) does not (``partitions``: the whole cluster's, for the ids)."""
         assert reads.listed is not None
-        ids = {p.topic: p.topic_id for p in reads.partitions}
+        ids = {p.topic: p.topic_id for p in partitions}
         before, self._listed = self._listed, {t: ids.get(t) for t in reads.listed}
         if before is None:
             return []
@@ -382,7 +402,14 @@ class Collector:
         t_meta = self._clock()
         read_brokers(self._admin, reads)
         res.elr_known = read_metadata(self._admin, self._exclude, cfg.include_internal, reads)
-        if reads.partitions:
+        # Several collectors on one cluster (``shard``): this one reads the HWs and epoch
+        # records of its own partitions and sends their events; the whole cluster's
+        # metadata (``every``) makes the topic events and names the brokers, which every
+        # collector sends (monitor.collector.shards).
+        every = reads.partitions
+        if not self.shard.whole:
+            reads.partitions = self.shard.partitions(every)
+        if every:
             read_high_watermarks(self._admin, reads)
             # Each epoch's start offset once (first round: every partition).
             asked = self._epoch_asked.get
@@ -396,7 +423,7 @@ class Collector:
             reads.reassignments = moves_around(before.reassignments, reads.reassignments)
             for key in reads.epoch_starts.keys() & wanted.keys():
                 self._epoch_asked[key] = wanted[key]
-        topics = sorted(set(map(_TOPIC, reads.partitions)))
+        topics = sorted(set(map(_TOPIC, every)))
         if topics and (self._rounds % cfg.config_every_rounds == 0 or not self._configs):
             self._configs.update(read_topic_configs(self._admin, topics, reads))
         res.errors.extend(reads.errors)
@@ -407,10 +434,14 @@ class Collector:
         if reads.metadata_complete():
             assert reads.listed is not None
             self._known_topics = set(reads.listed)
-            res.events.extend(self._deleted(reads, t_meta, dropped))
+            res.events.extend(self._deleted(reads, every, t_meta, dropped))
         elif topics:
             self._known_topics = set(topics)
         keep = self._known_topics
+        if not self.shard.whole:
+            # Only this shard's samples, as replica events too (none before the first
+            # metadata read: whose they are is not known yet).
+            keep = self.shard.topics(keep) if keep is not None else set()
         # Round records: each partition of the metadata gets its replicas' samples of the
         # round, in broker order; a sample of a partition it does not list (a metadata read
         # that failed, in part or in all) is sent as a replica event, as in "replica" mode.
@@ -452,7 +483,7 @@ class Collector:
                             self._exclude,
                         )
                     )  # fmt: skip
-        res.events.extend(self._unscraped_brokers(reads, t_meta, dropped))
+        res.events.extend(self._unscraped_brokers(reads, every, t_meta, dropped))
         res.events.extend(
             build.round_records(
                 cfg.cluster,
@@ -470,7 +501,7 @@ class Collector:
             configs = {t: c for t, c in self._configs.items() if t in listed}
             res.events.extend(
                 build.topic_config_events(
-                    cfg.cluster, t_meta, configs, reads.partitions, reads.reassignments, dropped
+                    cfg.cluster, t_meta, configs, every, reads.reassignments, dropped
                 )
             )
         res.events.sort(key=_OBSERVED_AT)

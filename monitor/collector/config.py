@@ -19,6 +19,7 @@ from pydantic_settings import SettingsConfigDict
 
 from monitor import settings
 from monitor.collector.jmx import MAX_PAGE_BYTES, PROFILES, JmxNames
+from monitor.collector.shards import Shard
 from monitor.collector.versions import UncleanCounter
 from monitor.connection import KafkaConnection
 from monitor.contract.events import EVENTS_TOPIC
@@ -72,6 +73,11 @@ class CollectorConfig(settings.LayeredSettings):
     #: "replica" -- the partition event and one replica event per replica, as before round
     #: records (a job older than them reads only the partition event of a round record).
     round_records: Literal["partition", "replica"] = "partition"
+    #: This collector's part of the cluster when N collectors share it: "i/N", the i-th
+    #: (0-based) of N. It sends the partition (and replica) events of the topics whose
+    #: CRC-32 modulo N is i, and every topic's and broker's events (monitor.collector.shards;
+    #: docs/collector.md, "Several collectors on one cluster"). "0/1": the whole cluster.
+    shard: str = "0/1"
     #: The collector's own health metrics endpoint (None: not served).
     metrics_host: str = "127.0.0.1"
     metrics_port: int | None = Field(default=None, ge=0, le=65535)
@@ -94,6 +100,15 @@ class CollectorConfig(settings.LayeredSettings):
                 f"(known: {', '.join(JmxNames.model_fields)})"
             )
         return v
+
+    @field_validator("shard")
+    @classmethod
+    def _shard(cls, v: str) -> str:
+        return str(Shard.parse(v))  # a ValueError names what is wrong
+
+    def shard_spec(self) -> Shard:
+        """The shard this collector sends (:class:`Shard`)."""
+        return Shard.parse(self.shard)
 
     def jmx_names_for(self, profile: str) -> JmxNames:
         """The metric names to read a page of ``profile`` with (``jmx_names`` applied)."""

@@ -219,14 +219,28 @@ class ClusterModel:
 
     def _forget_absent(self, now: int) -> list[Finding]:
         """What the metadata reads stopped listing ``forget_absent_ms`` ago while they went on
-        listing the rest of its cluster is forgotten as deleted.
+        listing the rest of it is forgotten as deleted.
 
-        The cluster's clock is its newest ``topic_config`` stamp: the collector sends one
-        for every listed topic (its last known configuration, when a read fails), and
-        topic events reach every bucket of the Spark job, so every bucket judges alike. A
-        partition whose newest ``partition`` event, and a topic whose newest
-        ``topic_config``, is that much older is gone. Judged on the events' own stamps: a
-        dead collector stops every stamp, and nothing is forgotten.
+        The cluster's clock is its newest ``topic_config`` stamp: every collector sends one
+        for every listed topic (its last known configuration, when a read fails), and topic
+        events reach every bucket of the Spark job, so every bucket judges a topic alike. A
+        topic whose newest ``topic_config`` is that much older has left the topic reads: it
+        is gone, and takes its partitions with it (as each one's newest event passes the
+        same mark).
+
+        A partition whose newest ``partition`` event is that much older than the clock is
+        gone only if its topic is (above; or its state already went), or if partitions of
+        its *own topic* went on being listed ``forget_absent_ms`` after it. Not on the
+        clock alone: collectors sharing a cluster split it by topic (docs/collector.md,
+        "Several collectors on one cluster") and each sends every topic's configuration, so
+        when one dies the clock and its topics' configurations go on while its partitions
+        fall silent -- they are stale (its outage, said), not deleted. A topic's partitions
+        come from one collector, so a sibling listed later says its collector lives. In the
+        job, a partition's siblings are those of its bucket: one alone in its bucket waits
+        for its topic to leave the reads (never forgotten early; only later, if ever).
+
+        Judged on the events' own stamps: a dead collector stops every stamp it sends, and
+        nothing is forgotten for silence alone.
         """
         limit = self.config.forget_absent_ms
         for key, t in list(self.deleted.items()):
@@ -237,11 +251,26 @@ class ClusterModel:
             clock[cluster] = max(clock.get(cluster, -1), ts.config_at)
         if not clock:
             return []
-        absent: dict[str, list[PartitionKey]] = {}
+        silent: list[tuple[PartitionKey, int]] = []  # not listed since clock - limit
         for k, ps in self.partitions.items():
-            read = clock.get(k[0], -1)
-            if 0 <= (ps.meta_at if ps.meta_at >= 0 else ps.last_seen) < read - limit:
-                absent.setdefault(k[0], []).append(k)
+            seen = ps.meta_at if ps.meta_at >= 0 else ps.last_seen
+            if 0 <= seen < clock.get(k[0], -1) - limit:
+                silent.append((k, seen))
+        absent: dict[str, list[PartitionKey]] = {}
+        if silent:  # then each topic's newest listing of a partition this model holds
+            listed: dict[tuple[str, str], int] = {}
+            for k, ps in self.partitions.items():
+                if ps.meta_at > listed.get((k[0], k[1]), -1):
+                    listed[(k[0], k[1])] = ps.meta_at
+            for k, seen in silent:
+                tk = (k[0], k[1])
+                of_topic = self.topics.get(tk)
+                if (
+                    seen < listed.get(tk, -1) - limit  # its siblings went on being listed
+                    or (of_topic is not None and of_topic.config_at < clock[k[0]] - limit)
+                    or (of_topic is None and tk in self.deleted)  # its topic went already
+                ):
+                    absent.setdefault(k[0], []).append(k)
         out: list[Finding] = []
         for cluster, keys in absent.items():
             out += self._forget_partitions(keys, clock[cluster])
