@@ -406,6 +406,11 @@ def main(argv: list[str] | None = None) -> int:
         "gets none; the difference to a normal run is what the state rows cost",
     )
     ap.add_argument(
+        "--driver-memory",
+        help="spark.driver.memory (local mode runs everything in the driver JVM; Spark's "
+        "default 1g is short of a million partitions' state traffic)",
+    )
+    ap.add_argument(
         "--produce",
         choices=("python", "spark"),
         default="python",
@@ -441,7 +446,7 @@ def main(argv: list[str] | None = None) -> int:
         flush=True,
     )
     jars = kafka_jars() if args.mode in ("kafka", "ceiling") else []
-    cluster, conf = None, {}
+    cluster, conf = None, dict[str, str]()
     if args.standalone_cores:
         from monitor.dev.processes.spark import SparkStandalone
 
@@ -452,6 +457,8 @@ def main(argv: list[str] | None = None) -> int:
         args.master, args.worker_pid = cluster.url, cluster.procs[1].pid
         conf = {"spark.executor.memory": "6g", "spark.cores.max": str(args.standalone_cores)}
         print(f"standalone cluster {cluster.url}: 1 worker, {args.standalone_cores} core(s)")
+    if args.driver_memory:
+        conf["spark.driver.memory"] = args.driver_memory
     try:
         spark = build_session(
             master=args.master, shuffle_partitions=args.shuffle_partitions, jars=jars, conf=conf
