@@ -20,7 +20,6 @@ import json
 import os
 import tempfile
 import time
-import zlib
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -31,7 +30,7 @@ from monitor.contract.events import validate_event
 from monitor.dev.synth import generate
 from monitor.model import ModelConfig
 from streaming import operator as op
-from tests.streaming.test_operator_state import Clock, FakeHandle
+from tests.streaming.test_operator_state import Clock, FakeHandle, route
 
 
 def payload(d: dict[str, Any], offset: int, owner: bool) -> str:
@@ -47,19 +46,6 @@ def payload(d: dict[str, Any], offset: int, owner: bool) -> str:
         )
     text = json.dumps(body, separators=(",", ":"))
     return op.SEP.join(["0", str(offset), "t" if owner else "f", text])
-
-
-def route(d: dict[str, Any], buckets: int) -> list[tuple[int, bool]]:
-    if d["kind"] in ("topic_config", "topic_deleted", "broker"):
-        key = (
-            f"{d['cluster']}/broker/{d['broker']}"
-            if d["kind"] == "broker"
-            else f"{d['cluster']}/topic/{d['topic']}"
-        )
-        owner = zlib.crc32(key.encode()) % buckets
-        return [(b, b == owner) for b in range(buckets)]
-    h = zlib.crc32(f"{d['cluster']}/{d['topic']}/{d['partition']}".encode()) % buckets
-    return [(h, True)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -95,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     for batch in batches:
         per_bucket: dict[int, list[str]] = defaultdict(list)
         for d in batch:
-            for b, owner in route(d, args.buckets):
+            for b, owner in route(json.dumps(d).encode(), args.buckets):
                 per_bucket[b].append(payload(d, offset, owner))
             offset += 1
         frames = {b: pd.DataFrame({"payload": p, "value": None}) for b, p in per_bucket.items()}

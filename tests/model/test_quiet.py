@@ -23,6 +23,7 @@ from monitor.dev.rounds import fold
 from monitor.model import ClusterModel, Finding, ModelConfig, partition
 from monitor.query.replay import replay
 from tests.model.strategies import SIMULATED, simulated, streams
+from tests.model.test_rounds import _scenario_events
 from tests.scenarios import SCENARIOS, Scenario
 
 
@@ -58,16 +59,6 @@ def _both_ways(events: list[Any], config: dict[str, Any]) -> int:
         assert quiet_state == loud_state
         n += len(loud)
     return n
-
-
-def _scenario_events(sc: Scenario) -> list[Any]:
-    out: list[Any] = []
-    for raw in sc.path.read_bytes().splitlines():
-        try:
-            out.append(json.loads(raw))
-        except ValueError:
-            out.append(raw)
-    return out
 
 
 @pytest.mark.parametrize("sc", SCENARIOS, ids=lambda s: s.name)
