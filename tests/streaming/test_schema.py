@@ -390,12 +390,15 @@ def _records(draw: st.DrawFn) -> bytes:
     return json.dumps(base, ensure_ascii=draw(st.booleans())).encode()
 
 
-#: Each example is one Spark job over a batch of 200-250 generated records: 8 examples are
-#: about 1,800 records, each batch a mix of valid ones and ones broken in every way
+#: Each example is one Spark job over a batch of 60-80 generated records: 24 examples are
+#: about 1,700 records, each batch a mix of valid ones and ones broken in every way
 #: _records knows (batches that are not -- Hypothesis tries the simplest, all-valid one
-#: first -- are drawn again). derandomize: the same examples on every run and machine (no
-#: hidden seed, no example database), so a failure here is a failure there too.
-GENERATED_EXAMPLES = 8
+#: first -- are drawn again). Batches of 200-250 overran Hypothesis's per-example choice
+#: budget 9 times in 10 (97 of 105 drawn were thrown away), and on a loaded CI machine the
+#: redraws tripped its "input generation is slow" health check. derandomize: the same
+#: examples on every run and machine (no hidden seed, no example database), so a failure
+#: here is a failure there too.
+GENERATED_EXAMPLES = 24
 
 
 @settings(
@@ -406,8 +409,8 @@ GENERATED_EXAMPLES = 8
     phases=[Phase.generate],
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.data_too_large],
 )
-@given(records=st.lists(_records(), min_size=200, max_size=250))
+@given(records=st.lists(_records(), min_size=60, max_size=80))
 def test_generated_records_agree(spark: Any, records: list[bytes]) -> None:
     valid = sum(1 for r in records if S.python_reason(r) is None)
-    assume(20 <= valid <= len(records) - 20)  # both verdicts, in every batch compared
+    assume(10 <= valid <= len(records) - 10)  # both verdicts, in every batch compared
     compare(spark, records)
