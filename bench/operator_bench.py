@@ -30,7 +30,7 @@ from monitor.contract.events import validate_event
 from monitor.dev.synth import generate
 from monitor.model import ModelConfig
 from streaming import operator as op
-from tests.streaming.test_operator_state import Clock, FakeHandle, route
+from tests.streaming.helpers import Clock, FakeHandle, route
 
 
 def payload(d: dict[str, Any], offset: int, owner: bool) -> str:

@@ -1,9 +1,11 @@
-"""Helpers shared by the streaming tests: Kafka-shaped replay files, running a query to idle."""
+"""Helpers shared by the streaming tests: Kafka-shaped replay files, running a query to idle,
+and the operator without Spark (in-memory fakes of the state handle, the JVM's payloads)."""
 
 from __future__ import annotations
 
 import json
 import os
+import zlib
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -11,8 +13,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from monitor.contract.events import parse_event
 from monitor.model import ClusterModel, Finding, ModelConfig, ModelEvent
 from monitor.query.replay import replay
+from streaming import operator as op
 
 
 def write_batches(folder: Path, batches: Sequence[Sequence[bytes]], topic: str = "events") -> None:
@@ -102,3 +106,80 @@ def event_driven(records: Sequence[bytes], config: ModelConfig, rejected: int = 
         now = max(now, ev.observed_at)
     final = {f.id for f in model.tick(now)}
     return [f for f in found if f.id not in final]
+
+
+# --- the operator without Spark -------------------------------------------------------------
+
+
+class FakeValue:
+    def __init__(self, store: dict[str, Any], name: str) -> None:
+        self.store, self.name = store, name
+
+    def get(self) -> Any:
+        return self.store.get(self.name)
+
+    def update(self, value: tuple[Any, ...]) -> None:
+        self.store[self.name] = value
+
+
+class FakeMap:
+    def __init__(self, store: dict[str, Any], name: str) -> None:
+        self.map: dict[tuple[Any, ...], Any] = store.setdefault(name, {})
+
+    def getValue(self, key: tuple[Any, ...]) -> Any:
+        return self.map.get(key)
+
+    def updateValue(self, key: tuple[Any, ...], value: tuple[Any, ...]) -> None:
+        self.map[key] = value
+
+    def removeKey(self, key: tuple[Any, ...]) -> None:
+        del self.map[key]
+
+
+class FakeHandle:
+    """One bucket's state variables (the processor is re-initialised per bucket here)."""
+
+    def __init__(self, store: dict[str, Any]) -> None:
+        self.store = store
+        self.timers: list[int] = []
+
+    def getValueState(self, name: str, schema: str) -> FakeValue:
+        return FakeValue(self.store, name)
+
+    def getMapState(self, name: str, key_schema: str, schema: str) -> FakeMap:
+        return FakeMap(self.store, name)
+
+    def registerTimer(self, at: int) -> None:
+        self.timers.append(at)
+
+
+class Clock:
+    def __init__(self, now: int) -> None:
+        self.now = now
+
+    def getCurrentProcessingTimeInMs(self) -> int:
+        return self.now
+
+
+def payload(raw: bytes, offset: int, owner: bool) -> str:
+    """What ``job.build_operator_input`` packs on the JVM, for one valid record."""
+    d = parse_event(raw).model_dump()
+    body = {op.BODY_KIND: op.KIND_CODES[d["kind"]]}
+    body.update(zip(op.BODY_NAMES, (d[n] for n in op.BODY_FIELDS[d["kind"]]), strict=False))
+    text = json.dumps(body, separators=(",", ":"))
+    return op.SEP.join(["0", str(offset), "t" if owner else "f", text])
+
+
+def route(raw: bytes, buckets: int) -> list[tuple[int, bool]]:
+    """(bucket, owner) pairs of a record: partition events to one bucket, the rest to all."""
+    d = json.loads(raw)
+    if d["kind"] in ("topic_config", "topic_deleted", "broker"):
+        key = (
+            f"{d['cluster']}/broker/{d['broker']}"
+            if d["kind"] == "broker"
+            else f"{d['cluster']}/topic/{d['topic']}"
+        )
+        owner = zlib.crc32(key.encode()) % buckets
+        return [(b, b == owner) for b in range(buckets)]
+    h = zlib.crc32(f"{d['cluster']}/{d['topic']}/{d['partition']}".encode()) % buckets
+    return [(h, True)]

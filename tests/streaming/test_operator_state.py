@@ -14,7 +14,6 @@ from __future__ import annotations
 import copy
 import json
 import random
-import zlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -26,81 +25,7 @@ from monitor.dev.synth import generate
 from monitor.model import ClusterModel, ModelConfig
 from streaming import operator as op
 from tests.scenarios import SCENARIOS
-from tests.streaming.helpers import renamed
-
-
-class FakeValue:
-    def __init__(self, store: dict[str, Any], name: str) -> None:
-        self.store, self.name = store, name
-
-    def get(self) -> Any:
-        return self.store.get(self.name)
-
-    def update(self, value: tuple[Any, ...]) -> None:
-        self.store[self.name] = value
-
-
-class FakeMap:
-    def __init__(self, store: dict[str, Any], name: str) -> None:
-        self.map: dict[tuple[Any, ...], Any] = store.setdefault(name, {})
-
-    def getValue(self, key: tuple[Any, ...]) -> Any:
-        return self.map.get(key)
-
-    def updateValue(self, key: tuple[Any, ...], value: tuple[Any, ...]) -> None:
-        self.map[key] = value
-
-    def removeKey(self, key: tuple[Any, ...]) -> None:
-        del self.map[key]
-
-
-class FakeHandle:
-    """One bucket's state variables (the processor is re-initialised per bucket here)."""
-
-    def __init__(self, store: dict[str, Any]) -> None:
-        self.store = store
-        self.timers: list[int] = []
-
-    def getValueState(self, name: str, schema: str) -> FakeValue:
-        return FakeValue(self.store, name)
-
-    def getMapState(self, name: str, key_schema: str, schema: str) -> FakeMap:
-        return FakeMap(self.store, name)
-
-    def registerTimer(self, at: int) -> None:
-        self.timers.append(at)
-
-
-class Clock:
-    def __init__(self, now: int) -> None:
-        self.now = now
-
-    def getCurrentProcessingTimeInMs(self) -> int:
-        return self.now
-
-
-def payload(raw: bytes, offset: int, owner: bool) -> str:
-    """What ``job.build_operator_input`` packs on the JVM, for one valid record."""
-    d = parse_event(raw).model_dump()
-    body = {op.BODY_KIND: op.KIND_CODES[d["kind"]]}
-    body.update(zip(op.BODY_NAMES, (d[n] for n in op.BODY_FIELDS[d["kind"]]), strict=False))
-    text = json.dumps(body, separators=(",", ":"))
-    return op.SEP.join(["0", str(offset), "t" if owner else "f", text])
-
-
-def route(raw: bytes, buckets: int) -> list[tuple[int, bool]]:
-    """(bucket, owner) pairs of a record: partition events to one bucket, the rest to all."""
-    d = json.loads(raw)
-    if d["kind"] in ("topic_config", "topic_deleted", "broker"):
-        key = (
-            f"{d['cluster']}/broker/{d['broker']}"
-            if d["kind"] == "broker"
-            else f"{d['cluster']}/topic/{d['topic']}"
-        )
-        owner = zlib.crc32(key.encode()) % buckets
-        return [(b, b == owner) for b in range(buckets)]
-    h = zlib.crc32(f"{d['cluster']}/{d['topic']}/{d['partition']}".encode()) % buckets
-    return [(h, True)]
+from tests.streaming.helpers import Clock, FakeHandle, FakeMap, FakeValue, payload, renamed, route
 
 
 def _findings(frames: Iterator[Any]) -> list[str]:
