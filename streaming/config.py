@@ -107,6 +107,13 @@ class StreamingConfig(settings.LayeredSettings):
         description="while a bucket receives events, its tick clock is at most this far past "
         "the newest observed_at it applied (a backlog replay does not look like silence)",
     )
+    state_refresh_ms: int = Field(
+        120_000,
+        ge=0,
+        description="a partition's state row is written when its leadership, ISR, replicas, "
+        "lineage or open conditions changed, and its offsets, lags and stamps at least this "
+        "often (staggered over partitions; 0: every batch that touches it)",
+    )
     once: bool = Field(False, description="process what is available, then stop (availableNow)")
 
     # -- the state store ---------------------------------------------------------------------

@@ -64,7 +64,9 @@ class BatchOutput:
     (persisted, valid during the call) DataFrame of the touched partitions' state rows
     (:data:`~monitor.contract.state.STATE_DDL`) — collect what you need; ``stats`` holds
     the counts; ``detected_at`` is when the job detected the batch's findings (ms, wall
-    clock: the time stored with them).
+    clock: the time stored with them); ``observed`` is each cluster's newest telemetry the
+    batch applied (ms) -- state rows are written only for partitions whose row changed (or
+    is due a refresh), so their ``updated_at`` alone would make an idle cluster look silent.
     """
 
     batch_id: int
@@ -72,6 +74,7 @@ class BatchOutput:
     states: Any
     stats: dict[str, int]
     detected_at: int | None = None
+    observed: dict[str, int] = field(default_factory=dict)
 
 
 Hook = Callable[[BatchOutput], None]
@@ -348,6 +351,7 @@ def stateful(source: Any, cfg: StreamingConfig, cache_scope: str = "") -> Any:
         tick_ms=cfg.tick_ms,
         catchup_slack_ms=cfg.catchup_slack_ms,
         model=cfg.model,
+        state_refresh_ms=cfg.state_refresh_ms,
         cache_scope=cache_scope or cfg.checkpoint_location,
     )
     return rows.groupBy("bucket").transformWithStateInPandas(
@@ -465,8 +469,12 @@ class Sinks:
                 "state_bytes": sum(int(r.state_bytes or 0) for r in stats_rows),
                 "buckets": len({r.bucket for r in stats_rows if r.n_partitions is not None}),
             }
+            observed: dict[str, int] = {}
+            for r in stats_rows:
+                for cluster, at in (json.loads(bytes(r.value)) if r.value else {}).items():
+                    observed[cluster] = max(observed.get(cluster, at), at)
             for hook in self.hooks:
-                hook(BatchOutput(batch_id, finding_dicts, states, stats, detected_at))
+                hook(BatchOutput(batch_id, finding_dicts, states, stats, detected_at, observed))
             if self.hooks:
                 mark("hooks")
         finally:

@@ -64,7 +64,7 @@ from typing import Any
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
 from monitor.contract.events import ReplicaSample
-from monitor.contract.state import state_json
+from monitor.contract.state import row_content, state_json
 from monitor.model import (
     BrokerReport,
     ClusterModel,
@@ -654,6 +654,10 @@ class OperatorSettings:
     #: Separates the worker caches of two queries sharing a Python worker (tests, bench).
     cache_scope: str = ""
     emit_state: bool = True
+    #: A touched partition's state row is written when its content (:func:`row_content`)
+    #: changed, and when its telemetry's time crossed one of its refresh instants, this
+    #: many ms apart (:func:`refresh_due`); 0: always.
+    state_refresh_ms: int = 0
 
 
 class Outputs:
@@ -742,6 +746,34 @@ def row_seq(state: Bucket) -> int:
     applies at least one event or one tick, so events + ticks grows strictly.
     """
     return state.events + state.ticks
+
+
+#: ``touched`` markers for partitions whose row is written whatever its content: new in this
+#: call, or re-judged under a changed topic configuration (the row carries its settings).
+_NEW = ("new",)
+_RECONFIGURED = ("reconfigured",)
+
+
+def refresh_due(key: tuple[str, str, int], before_ms: int, now_ms: int, period_ms: int) -> bool:
+    """Whether one of partition ``key``'s refresh instants fell in ``(before_ms, now_ms]``.
+
+    The times are the partition's own telemetry time (its ``last_seen`` before and after
+    the call): so a stored row's ``updated_at`` is never more than ``period_ms`` behind the
+    partition's newest telemetry, and a replay writes the same rows. Each partition's
+    instants are ``period_ms`` apart, offset by a hash of its topic and number: the
+    refreshes of idle partitions spread over the period instead of all coming in the same
+    round. ``before_ms`` < 0 (nothing seen before): due.
+
+    >>> period = 60_000  # 30 s of telemetry: about half the partitions are due
+    >>> sum(refresh_due(("c", "t", p), 0, 30_000, period) for p in range(1000)) in range(400, 600)
+    True
+    >>> all(refresh_due(("c", "t", p), 0, period, period) for p in range(100))
+    True
+    """
+    if period_ms <= 0 or before_ms < 0:
+        return True
+    offset = (zlib.crc32(key[1].encode()) + key[2] * 40_503) % period_ms
+    return (now_ms + offset) // period_ms != (before_ms + offset) // period_ms
 
 
 def _bytes(v: Any) -> bytes:
@@ -833,7 +865,10 @@ class BucketProcessor(StatefulProcessor):
         model = state.model
         n_events = n_dup = n_owned = 0
         touched: dict[tuple[str, str, int], PartitionState | None] = {}
-        touched_keys: dict[tuple[str, str, int], None] = {}
+        # Each touched partition -> (its row content, its last_seen) before the call, or a
+        # marker (new, reconfigured).
+        touched_keys: dict[tuple[str, str, int], Any] = {}
+        track = self.settings.emit_state and self.settings.state_refresh_ms > 0
         topics: dict[tuple[str, str], TopicState | None] = {}
         findings: list[Finding] = []
         max_obs = state.input_max_observed if state.input_batch_ts == now else -1
@@ -860,20 +895,42 @@ class BucketProcessor(StatefulProcessor):
                         if ts.config != config:  # the topic's partitions were re-judged
                             for pk in partitions:
                                 if pk[0] == tk[0] and pk[1] == tk[1]:
-                                    touched_keys[pk] = None
+                                    touched_keys[pk] = _RECONFIGURED
+                elif kind is PartitionMeta or kind is ReplicaReport:
+                    pk = (ev.cluster, ev.topic, ev.partition)
+                    if pk not in touched_keys:
+                        prior = partitions.get(pk) if track else None
+                        touched_keys[pk] = (
+                            _NEW if prior is None else (row_content(prior), prior.last_seen)
+                        )
+                    found = apply(ev)
                 else:
                     found = apply(ev)
-                    if kind is PartitionMeta or kind is ReplicaReport:
-                        touched_keys[(ev.cluster, ev.topic, ev.partition)] = None
                 if found:
                     findings.extend(found)
             if events and events[-1].observed_at > max_obs:  # (sorted by observed_at)
                 max_obs = events[-1].observed_at
         # The touched partitions' states, in the order first touched (a partition whose
-        # topic was deleted since is not in the model: _forgotten marks it below).
-        for k in touched_keys:
-            if (ps := model.partitions.get(k)) is not None:
-                touched[k] = ps
+        # topic was deleted since is not in the model: _forgotten marks it below); the rows
+        # to write; each cluster's newest telemetry applied (the exporter's freshness: an
+        # idle partition's row is not written every batch).
+        written: list[PartitionState] = []
+        newest: dict[str, int] = {}
+        period = self.settings.state_refresh_ms
+        for k, before in touched_keys.items():
+            if (ps := model.partitions.get(k)) is None:
+                continue
+            touched[k] = ps
+            if ps.last_seen > newest.get(k[0], -1):
+                newest[k[0]] = ps.last_seen
+            if (
+                not track
+                or len(before) == 1  # _NEW, _RECONFIGURED
+                or (content := row_content(ps)) is None
+                or content != before[0]
+                or refresh_due(k, before[1], ps.last_seen, period)
+            ):
+                written.append(ps)
         prof.mark("apply")
         state.input_batch_ts, state.input_max_observed = now, max_obs
         state.events += n_events
@@ -884,18 +941,18 @@ class BucketProcessor(StatefulProcessor):
         prof.mark("save")
         out.findings(bucket, findings)
         if self.settings.emit_state:
-            live = [ps for ps in touched.values() if ps is not None]
-            out.states(bucket, live, model, row_seq(state), gone)
+            out.states(bucket, written, model, row_seq(state), gone)
         prof.mark("outputs")
         out.add(
             out="stats",
             bucket=bucket,
+            value=json.dumps(newest, separators=(",", ":")).encode() if newest else None,
             n_events=n_owned,
             n_duplicates=n_dup,
             n_findings=len(findings),
             n_partitions=len(model.partitions),
             state_bytes=size,
-            n_states=len(touched) if self.settings.emit_state else 0,
+            n_states=len(written) + len(gone) if self.settings.emit_state else 0,
         )
         frame = out.frame()
         prof.mark("frame")

@@ -60,6 +60,7 @@ def generate(
     start: int = T0,
     stats: SynthStats | None = None,
     form: str = "replica",
+    idle_fraction: float = 0.0,
 ) -> Iterator[dict[str, Any]]:
     """Yield events round by round. ``topics`` defaults to one topic per 100 partitions.
 
@@ -67,10 +68,16 @@ def generate(
     ``partition`` event; ``"rounds"``, one round record (the ``partition`` event carrying
     the same three samples, each with its own stamp: :mod:`monitor.dev.rounds`).
 
+    ``idle_fraction``: this share of the partitions (every partition whose index mod 100 is
+    below ``100 x idle_fraction``) takes no writes after the first round: its offsets stop,
+    its followers are caught up, no fault is injected there -- what many partitions of a
+    large fleet look like between two rounds.
+
     A stall lasts ``lag_rounds + 3`` rounds: after ``lag_rounds`` (the ISR drops the follower
     only then, as Kafka does after replica.lag.time.max.ms) the follower is out of the ISR.
     """
     rng = random.Random(seed)
+    idle_below = round(100 * idle_fraction)
     stats = stats if stats is not None else SynthStats()
     n_topics = topics or max(1, partitions // 100)
     names = [f"topic-{i:05d}" for i in range(n_topics)]
@@ -98,7 +105,8 @@ def generate(
             yield ev("broker", t, broker=b, alive=True)
         for i, p in enumerate(parts):
             topic, pid = names[i % n_topics], i // n_topics
-            if fault_rate and p.stalled < 0 and rng.random() < fault_rate:
+            idle = i % 100 < idle_below
+            if fault_rate and not idle and p.stalled < 0 and rng.random() < fault_rate:
                 if rng.random() < 0.5:
                     p.stalled = rng.choice([x for x in range(3) if x != p.leader_idx])
                     p.stall_leo, p.stall_rounds = p.leo, 0
@@ -109,7 +117,7 @@ def generate(
                     p.epoch += 1
                     stats.elections += 1
                     stats.injected.append(("election", topic, pid, t))
-            p.leo += rate_per_round
+            p.leo += 0 if idle and r else rate_per_round
             leader = p.replicas[p.leader_idx]
             samples = [
                 ev("replica", t, topic=topic, partition=pid, broker=leader, log_end_offset=p.leo)
@@ -129,7 +137,7 @@ def generate(
                     if p.out_of_isr:
                         isr.remove(p.replicas[idx])
                 else:
-                    leo = p.leo - rng.randint(0, 5)
+                    leo = p.leo if idle else p.leo - rng.randint(0, 5)
                 samples.append(
                     ev(
                         "replica",
@@ -142,7 +150,7 @@ def generate(
                 )
             # HW: the leader's LEO a fetch round back, held down by a stalled in-ISR follower.
             holding = p.stalled >= 0 and not p.out_of_isr
-            committed = min(p.leo - 5, p.stall_leo) if holding else p.leo - 5
+            committed = min(p.leo - 5, p.stall_leo) if holding else p.leo - (0 if idle else 5)
             if form == "rounds":
                 stats.events -= len(samples)  # records, not the events they carry
                 more = {"replica_samples": [sample_of(x, t + 200) for x in samples]}

@@ -114,6 +114,11 @@ class SnapshotHook:
             h = snap.health
             for v in views:
                 h.saw(v.cluster, v.updated_at, now_ms)
+            # Each cluster's newest telemetry the batch applied, rows written or not (the
+            # job writes an idle partition's row only now and then: its views alone would
+            # age an idle cluster into "stale" and page monitor_down).
+            for cluster, at in (getattr(batch, "observed", None) or {}).items():
+                h.saw(cluster, int(at), now_ms)
             if fresh:
                 h.events_processed += int(batch.stats.get("accepted", 0))
                 h.events_dead_lettered += int(batch.stats.get("dead_lettered", 0))

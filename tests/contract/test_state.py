@@ -3,15 +3,25 @@ view, its row, the row's JSON text and its Spark schema agree with each other.""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import re
+from typing import Any
 
 from monitor.contract.events import parse_event, to_model
-from monitor.contract.state import STATE_DDL, PartitionView, state_json, view_of
+from monitor.contract.state import (
+    REFRESHED_FIELDS,
+    STATE_DDL,
+    PartitionView,
+    row_content,
+    state_json,
+    view_of,
+)
 from monitor.contract.store import FINDING_COLUMNS
 from monitor.dev.synth import generate
 from monitor.model import ClusterModel, Finding, FindingKind, FindingState, ModelConfig, Severity
+from monitor.model.state import EpochEntry, PartitionState, ReplicaState
 from tests.scenarios import SCENARIOS
 
 
@@ -94,3 +104,88 @@ def test_old_rows_read_as_before() -> None:
     assert v.leader is None and v.min_isr == 2
     assert (v.uncommitted, v.hw_lag_ms, v.late_events, v.max_committed_hw) == (0, 0, 0, -1)
     assert v.open_findings[0].severity is Severity.CRITICAL
+
+
+def _without_refreshed(text: str) -> dict[str, Any]:
+    row = json.loads(text)
+    for name in REFRESHED_FIELDS:
+        outer, _, inner = name.partition(".")
+        if inner:
+            row[outer] = [{k: v for k, v in x.items() if k != inner} for x in row[outer]]
+        else:
+            row.pop(outer)
+    return row
+
+
+def _changed(value: Any) -> Any:
+    """Another value of the same shape (a field changed, one at a time)."""
+    if isinstance(value, bool) or value is None:
+        return 7 if value is None else not value
+    if isinstance(value, int):
+        return value + 3
+    if isinstance(value, str):
+        return value + "x"
+    if isinstance(value, tuple):
+        return (*value, 99)
+    if isinstance(value, list):
+        return [*value, EpochEntry(99, 5, 1, 1)]
+    if isinstance(value, dict):
+        return {**value, 99: ReplicaState(leo=5)}
+    return None  # arrays, election checks: not in the row
+
+
+def _mutations(ps: PartitionState) -> list[tuple[str, PartitionState]]:
+    """``ps`` with each of its fields changed, and each field of each replica and lineage
+    entry: every way a state can move."""
+    out: list[tuple[str, PartitionState]] = []
+    for f in dataclasses.fields(PartitionState):
+        if f.name in ("cluster", "topic", "partition", "open"):
+            continue  # the row's key; open conditions make row_content None
+        new = _changed(getattr(ps, f.name))
+        if new is not None:
+            m = copy.deepcopy(ps)
+            setattr(m, f.name, new)
+            out.append((f.name, m))
+    for b in ps.replica_states:
+        for f in dataclasses.fields(ReplicaState):
+            m = copy.deepcopy(ps)
+            rs = m.replica_states[b]
+            if (new := _changed(getattr(rs, f.name))) is not None:
+                setattr(rs, f.name, new)
+                out.append((f"replica_states.{f.name}", m))
+    for i, e in enumerate(ps.lineage):
+        for j in range(len(e)):
+            m = copy.deepcopy(ps)
+            m.lineage[i] = EpochEntry(*[_changed(x) if k == j else x for k, x in enumerate(e)])
+            out.append((f"lineage.{j}", m))
+    return out
+
+
+def test_row_content_moves_whenever_the_row_moves_outside_its_refreshed_fields() -> None:
+    """The Spark job writes a partition's row when ``row_content`` changed (and refreshes
+    it now and then): whatever moves the row outside :data:`REFRESHED_FIELDS` must move
+    ``row_content``. Every field of real states (no open condition: those rows are always
+    written), and of their replicas and lineage, changed one at a time."""
+    model = ClusterModel(ModelConfig())
+    moved: dict[str, int] = {}
+    checked = 0
+    for i, raw in enumerate(_records()):
+        model.apply(to_model(parse_event(raw)))
+        if i % 97:
+            continue
+        for ps in list(model.partitions.values())[:20]:
+            if ps.open:
+                continue
+            ts = model.topics.get((ps.cluster, ps.topic))
+            config = ts.config if ts is not None else None
+            row, content = _without_refreshed(state_json(ps, config)), row_content(ps)
+            for name, m in _mutations(ps):
+                if _without_refreshed(state_json(m, config)) != row:
+                    moved[name] = moved.get(name, 0) + 1
+                    assert row_content(m) != content, name
+                checked += 1
+    assert checked > 5_000, checked
+    # What the rows say besides the refreshed fields, all seen moving.
+    expected = {"leader", "leader_epoch", "isr", "replicas", "lineage", "late_events"}
+    expected |= {"duplicate_events", "replica_states", "lineage.0", "lineage.1", "lineage.2"}
+    assert expected <= set(moved), sorted(moved)

@@ -23,6 +23,10 @@ STREAM_ENV = {
     "MONITOR_STREAMING_MODEL__FOLLOWER_LAG_MS": "6000",
     "MONITOR_STREAMING_MODEL__HW_LAG_MS": "6000",
     "MONITOR_STREAMING_MODEL__STALE_AFTER_MS": "15000",
+    # The demo draws its partition's watermarks from the store, round by round: every row
+    # (a fleet's job writes a partition's offsets every state_refresh_ms when nothing else
+    # moved).
+    "MONITOR_STREAMING_STATE_REFRESH_MS": "0",
 }
 STREAM_ARGS = ["--trigger-seconds", "1", "--tick-ms", "2000", "--buckets", "2"]
 
