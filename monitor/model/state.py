@@ -166,6 +166,11 @@ class PartitionState:
     #: list of (time, LEO) tuples: 16 bytes a sample instead of ~120 (at a million
     #: partitions, 3.5 GB of a worker's memory).
     leader_leos: array[int] = field(default_factory=lambda: array("q"))
+    #: Whether :attr:`leader_leos` rises: its times and LEOs never went down (almost always:
+    #: a leader's log end falls only when it truncates). Then "when did the leader first
+    #: pass this offset" is found from the newest sample back, in a step or two, instead of
+    #: from the oldest (:func:`monitor.model.rules.time_behind`).
+    leader_leos_rising: bool = True
     #: The last election, while its loss is undecided or decided on a sample.
     election: ElectionCheck | None = None
     #: Times of recent leader elections (for flapping; a tuple: most partitions have none).
@@ -188,6 +193,8 @@ class PartitionState:
         """A sample of the leader's LEO; the history keeps the last ``limit`` (once full, the
         oldest goes first: the array's allocation never grows past them)."""
         h = self.leader_leos
+        if h and (t < h[-2] or leo < h[-1]):
+            self.leader_leos_rising = False
         while len(h) >= 2 * limit > 0:
             del h[:2]
         h.append(t)
@@ -196,6 +203,7 @@ class PartitionState:
     def reset_leader_leo(self, t: int = -1, leo: int = -1) -> None:
         """Forget the leader's samples; keep ``(t, leo)`` as the first if ``leo`` is known."""
         self.leader_leos = array("q", (t, leo) if leo >= 0 else ())
+        self.leader_leos_rising = True
 
     def leader_samples(self) -> int:
         """How many samples of the leader's LEO the history holds."""
