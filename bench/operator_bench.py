@@ -26,26 +26,10 @@ from typing import Any
 
 import pandas as pd
 
-from monitor.contract.events import validate_event
 from monitor.dev.synth import generate
 from monitor.model import ModelConfig
 from streaming import operator as op
-from tests.streaming.helpers import Clock, FakeHandle, route
-
-
-def payload(d: dict[str, Any], offset: int, owner: bool) -> str:
-    """What ``streaming.job.build_operator_input`` packs on the JVM for a valid record
-    (a round record's samples included)."""
-    ev = validate_event(d).model_dump()
-    body: dict[str, Any] = {op.BODY_KIND: op.KIND_CODES[ev["kind"]]}
-    body.update(zip(op.BODY_NAMES, (ev[n] for n in op.BODY_FIELDS[ev["kind"]]), strict=False))
-    if ev["kind"] == "partition":
-        samples = ev.get("replica_samples")
-        body[op.SAMPLES_MEMBER] = (
-            None if samples is None else [[s[f] for f in op.SAMPLE_FIELDS] for s in samples]
-        )
-    text = json.dumps(body, separators=(",", ":"))
-    return op.SEP.join(["0", str(offset), "t" if owner else "f", text])
+from tests.streaming.helpers import Clock, FakeHandle, payload, route
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -81,8 +65,9 @@ def main(argv: list[str] | None = None) -> int:
     for batch in batches:
         per_bucket: dict[int, list[str]] = defaultdict(list)
         for d in batch:
-            for b, owner in route(json.dumps(d).encode(), args.buckets):
-                per_bucket[b].append(payload(d, offset, owner))
+            raw = json.dumps(d).encode()
+            for b, owner in route(raw, args.buckets):
+                per_bucket[b].append(payload(raw, offset, owner))
             offset += 1
         frames = {b: pd.DataFrame({"payload": p, "value": None}) for b, p in per_bucket.items()}
         now = max(d["observed_at"] for d in batch) + 1_000

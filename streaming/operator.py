@@ -76,7 +76,7 @@ from monitor.model import (
     TopicConfigReport,
     TopicDeleted,
 )
-from monitor.model.order import KIND_RANK
+from monitor.model.order import application_order
 from monitor.model.state import (
     BrokerState,
     OpenCondition,
@@ -355,18 +355,20 @@ def _maker(cls: type) -> Any:
 _MAKERS: dict[str, Any] = {
     KIND_CODES[kind]: _maker(cls) for kind, cls in _CLASSES.items() if cls is not PartitionMeta
 }
-# The model's one event order (monitor.model.order), by the operator's short kind codes;
-# ``partition`` and ``replica`` share a rank: the source (Kafka partition, offset) decides.
-_RANK: dict[str, int] = {KIND_CODES[k]: r for k, r in KIND_RANK.items()}
 _PARTITION_CODE = KIND_CODES["partition"]
 
 
-def ordered_events(payloads: list[str]) -> tuple[list[Any], int, int]:
-    """Model events sorted by (observed_at, kind order, source order); exact duplicates out.
+def ordered_events(
+    payloads: list[str], model: ClusterModel | None = None
+) -> tuple[list[Any], int, int, int]:
+    """What to apply to the model, in its one order (:func:`monitor.model.order.application_order`):
+    events sorted by (observed_at, kind order, source order), a round record applied whole
+    where nothing sorts among its events, else unfolded (its samples at their own stamps,
+    then its metadata); exact duplicates out.
 
-    A round record is unfolded: its samples (``replica`` events at their own stamps), then
-    its metadata, in that order at equal keys (:func:`monitor.model.order.unfold`).
-    Returns (events, duplicates dropped, events this bucket owns for counting).
+    ``model``: the bucket's, whose topics' settings say which ``topic_config`` events change
+    nothing for a round. Returns (records and events to apply, duplicates dropped, events
+    this bucket owns for counting, the newest stamp among them).
     """
     seen: set[str] = set()
     coords: list[tuple[int, int]] = []
@@ -382,30 +384,38 @@ def ordered_events(payloads: list[str]) -> tuple[list[Any], int, int]:
         seen.add(body)
         coords.append((int(sp), int(so)))
         bodies.append(body)
-    keyed: list[tuple[int, int, int, int, int, Any]] = []
-    makers, rank, p_code, p_rank = _MAKERS, _RANK, _PARTITION_CODE, _RANK[_PARTITION_CODE]
-    for (src_p, src_o), d in zip(coords, json.loads("[" + ",".join(bodies) + "]"), strict=True):
+    records: list[tuple[tuple[int, int], Any]] = []
+    newest = -1
+    makers, p_code, report = _MAKERS, _PARTITION_CODE, ReplicaReport
+    for src, d in zip(coords, json.loads("[" + ",".join(bodies) + "]"), strict=True):
         values = list(d.values())
         code = values[0]
         if code != p_code:
             ev = makers[code](values[1:])
-            keyed.append((ev.observed_at, rank[code], src_p, src_o, 0, ev))
+            records.append((src, ev))
+            if ev.observed_at > newest:
+                newest = ev.observed_at
             continue
         ev = _partition_meta(values)
+        at = ev.observed_at
+        if at > newest:
+            newest = at
         samples = values[_SAMPLES_AT] if len(values) > _SAMPLES_AT else None
         if not samples:
-            keyed.append((ev.observed_at, p_rank, src_p, src_o, 0, ev))
+            records.append((src, ev))
             continue
-        # A round record: its events in the model's own order (PartitionRound.events).
-        c, at, topic, part = ev.cluster, ev.observed_at, ev.topic, ev.partition
-        reports = tuple(
-            ReplicaReport(c, at if s_at is None else s_at, topic, part, b, leo, lso, hw, lag)
-            for b, leo, lso, hw, lag, s_at in samples
-        )
-        for i, one in enumerate(PartitionRound(ev, reports).events()):
-            keyed.append((one.observed_at, p_rank, src_p, src_o, i, one))
-    keyed.sort(key=operator.itemgetter(0, 1, 2, 3, 4))
-    return [x[5] for x in keyed], dups, owned
+        c, topic, part = ev.cluster, ev.topic, ev.partition
+        reports = []
+        for b, leo, lso, hw, lag, s_at in samples:
+            if s_at is None:
+                s_at = at
+            elif s_at > newest:
+                newest = s_at
+            reports.append(report(c, s_at, topic, part, b, leo, lso, hw, lag))
+        records.append((src, PartitionRound(ev, tuple(reports))))
+    if model is None:
+        return application_order(records), dups, owned, newest
+    return application_order(records, model.topics, model.deleted), dups, owned, newest
 
 
 # --- the state rows (what the runbook CLI and exporter read) -------------------------------------
@@ -876,7 +886,7 @@ class BucketProcessor(StatefulProcessor):
             prof.mark("arrow")
             payloads = pdf["payload"].tolist()
             prof.mark("tolist")
-            events, dups, owned = ordered_events(payloads)
+            events, dups, owned, newest_event = ordered_events(payloads, model)
             prof.mark("order")
             n_dup += dups
             n_events += len(payloads)
@@ -896,7 +906,7 @@ class BucketProcessor(StatefulProcessor):
                             for pk in partitions:
                                 if pk[0] == tk[0] and pk[1] == tk[1]:
                                     touched_keys[pk] = _RECONFIGURED
-                elif kind is PartitionMeta or kind is ReplicaReport:
+                elif kind is PartitionRound or kind is PartitionMeta or kind is ReplicaReport:
                     pk = (ev.cluster, ev.topic, ev.partition)
                     if pk not in touched_keys:
                         prior = partitions.get(pk) if track else None
@@ -908,8 +918,8 @@ class BucketProcessor(StatefulProcessor):
                     found = apply(ev)
                 if found:
                     findings.extend(found)
-            if events and events[-1].observed_at > max_obs:  # (sorted by observed_at)
-                max_obs = events[-1].observed_at
+            if newest_event > max_obs:
+                max_obs = newest_event
         # The touched partitions' states, in the order first touched (a partition whose
         # topic was deleted since is not in the model: _forgotten marks it below); the rows
         # to write; each cluster's newest telemetry applied (the exporter's freshness: an

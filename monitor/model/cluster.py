@@ -90,10 +90,7 @@ class ClusterModel:
         """Apply one event (a round: its samples, then its metadata); return the findings
         it caused (possibly none)."""
         if isinstance(event, PartitionRound):
-            found: list[Finding] = []
-            for ev in event.events():
-                found += self.apply(ev)
-            return found
+            return self._apply_round(event)
         if isinstance(event, PartitionMeta | ReplicaReport):
             if self.deleted and self._of_deleted(event):
                 return []
@@ -116,6 +113,22 @@ class ClusterModel:
                 event.topic_id,
             )
         return self._apply_broker(event)
+
+    def _apply_round(self, r: PartitionRound) -> list[Finding]:
+        """A round's events in order, the partition's in one call (:func:`part.step_round`):
+        the findings of applying them one by one."""
+        meta = r.meta
+        if self.deleted and (meta.cluster, meta.topic) in self.deleted:
+            found: list[Finding] = []
+            for ev in r.events():  # some may be of the deleted incarnation: one by one
+                found += self.apply(ev)
+            return found
+        state = self.partition(meta.cluster, meta.topic, meta.partition)
+        first_meta = state.meta_at < 0
+        findings = part.step_round(state, r.samples, meta, self.context(meta.cluster, meta.topic))
+        if first_meta and self.deleted:
+            findings += self._recreated(state, meta)
+        return findings
 
     def apply_all(self, events: Iterable[ModelRecord]) -> Iterator[Finding]:
         for event in events:

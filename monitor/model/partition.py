@@ -83,24 +83,118 @@ def step(
     out: list[Finding] = []
     emit = Emitter(state.cluster, state.topic, state.partition, state.open, out)
     if isinstance(event, PartitionMeta):
-        applied = _apply_meta(state, event, ctx, emit)
+        _step_meta(state, event, ctx, emit)
     else:
-        applied = _apply_replica(state, event, ctx, emit)
-    if applied:
-        t = event.observed_at
-        if state.open or not QUIET_SKIPS:
-            emit.condition(K.STALE_TELEMETRY, False, t)
-        if 0 <= state.deferred_at < t:
-            _judge_followers(state, t, ctx, emit)  # what the last instant left undecided
-        if isinstance(event, PartitionMeta):
-            evaluate_conditions(state, t, ctx, emit)  # leadership/ISR change touches all
-        elif event.broker == state.leader:
-            _judge_followers(state, t, ctx, emit)  # lags are measured against the leader
-            _hw_condition(state, t, ctx, emit)
-        else:
-            rs = state.replica_states[event.broker]
-            _replica_conditions(state, event.broker, rs, t, ctx, emit)
+        _step_replica(state, event, ctx, emit)
     return state, out
+
+
+#: A partition's round (:func:`step_round`) takes the steady metadata's short path when it
+#: can. ``False``: every round's metadata the long way (the differential test
+#: ``tests/model/test_round_step.py`` runs every scenario and property stream both ways).
+STEADY_META = True
+
+
+def step_round(
+    state: PartitionState,
+    samples: tuple[ReplicaReport, ...],
+    meta: PartitionMeta,
+    ctx: Context,
+) -> list[Finding]:
+    """Apply a partition's round -- its samples, then its metadata, in that order: exactly
+    :func:`step` of each in turn -- and return the findings.
+
+    What it saves over those calls: one emitter and one dispatch for the round instead of
+    one per event, and for the metadata of a steady round (the same leader, epoch, ISR,
+    replicas and reassignment as the state holds: most rounds of most partitions), the
+    comparisons and bookkeeping of a leadership or membership change that is not there
+    (:func:`_steady_meta`). Every rule runs as it would event by event.
+    """
+    out: list[Finding] = []
+    emit = Emitter(state.cluster, state.topic, state.partition, state.open, out)
+    for ev in samples:
+        _step_replica(state, ev, ctx, emit)
+    if STEADY_META and _is_steady(state, meta):
+        _steady_meta(state, meta, ctx, emit)
+        _after_meta(state, meta.observed_at, ctx, emit)
+    else:
+        _step_meta(state, meta, ctx, emit)
+    return out
+
+
+def _step_replica(s: PartitionState, ev: ReplicaReport, ctx: Context, emit: Emitter) -> None:
+    if not _apply_replica(s, ev, ctx, emit):
+        return
+    t = ev.observed_at
+    if s.open or not QUIET_SKIPS:
+        emit.condition(K.STALE_TELEMETRY, False, t)
+    if 0 <= s.deferred_at < t:
+        _judge_followers(s, t, ctx, emit)  # what the last instant left undecided
+    if ev.broker == s.leader:
+        _judge_followers(s, t, ctx, emit)  # lags are measured against the leader
+        _hw_condition(s, t, ctx, emit)
+    else:
+        _replica_conditions(s, ev.broker, s.replica_states[ev.broker], t, ctx, emit)
+
+
+def _step_meta(s: PartitionState, ev: PartitionMeta, ctx: Context, emit: Emitter) -> None:
+    if _apply_meta(s, ev, ctx, emit):
+        _after_meta(s, ev.observed_at, ctx, emit)
+
+
+def _after_meta(s: PartitionState, t: int, ctx: Context, emit: Emitter) -> None:
+    if s.open or not QUIET_SKIPS:
+        emit.condition(K.STALE_TELEMETRY, False, t)
+    if 0 <= s.deferred_at < t:
+        _judge_followers(s, t, ctx, emit)  # what the last instant left undecided
+    evaluate_conditions(s, t, ctx, emit)  # leadership/ISR change touches all
+
+
+def _is_steady(s: PartitionState, ev: PartitionMeta) -> bool:
+    """Whether ``ev`` is newer metadata of the partition as the state holds it: the same
+    incarnation, leader, epoch, replicas, ISR, ELR, offline replicas and reassignment.
+    What :func:`_apply_meta` would then do is :func:`_steady_meta`."""
+    return (
+        s.meta_at >= 0
+        and ev.observed_at > s.meta_at
+        and s.leader_epoch >= 0
+        and ev.leader_epoch == s.leader_epoch
+        and ev.leader == s.leader
+        and (ev.topic_id is None or ev.topic_id == s.topic_id)
+        and ev.isr == s.isr
+        and ev.replicas == s.replicas
+        and ev.offline_replicas == s.offline_replicas
+        and (ev.eligible_leader_replicas or ()) == s.eligible_leader_replicas
+        and (
+            # no reassignment said, or none said running and none held
+            (ev.adding_replicas is None and ev.removing_replicas is None)
+            or not (
+                ev.adding_replicas
+                or ev.removing_replicas
+                or s.adding_replicas
+                or s.removing_replicas
+            )
+        )
+    )
+
+
+def _steady_meta(s: PartitionState, ev: PartitionMeta, ctx: Context, emit: Emitter) -> None:
+    """:func:`_apply_meta` of steady metadata (:func:`_is_steady`): no new incarnation, no
+    epoch regression or election, no ISR change, no assignment moved -- the rest, in the
+    same order."""
+    t = ev.observed_at
+    s.meta_at = t
+    if t > s.last_seen:
+        s.last_seen = t
+    if ev.log_start_offset is not None:
+        s.log_start_offset = ev.log_start_offset
+    if ev.epoch_start_offset is not None:
+        election.on_epoch_record(s, ev.epoch_start_offset, t, emit)
+    if s.election is not None:
+        election.maybe_decide(s, t, ctx.config, emit)
+    if ev.high_watermark is not None:
+        _observe_hw(s, ev.high_watermark, t, ctx, emit)
+    _forget_removed_replicas(s, t, emit)
 
 
 def _judge_followers(s: PartitionState, t: int, ctx: Context, emit: Emitter) -> None:
@@ -446,7 +540,7 @@ def _measure_follower(s: PartitionState, rs: ReplicaState, now: int, ctx: Contex
         return
     leader_leo = s.leader_leos[-1]
     rs.lag_offsets = max(0, leader_leo - rs.leo)
-    behind_since = rules.time_behind(s.leader_leos, rs.leo, now)
+    behind_since = rules.time_behind(s.leader_leos, rs.leo, now, s.leader_leos_rising)
     if behind_since is None:
         rs.caught_up_at = now
         rs.lag_ms = 0
@@ -522,7 +616,7 @@ def _measure_hw(s: PartitionState, now: int) -> None:
     if s.hw < 0 or not s.leader_leos:
         return
     seen = min(now, s.hw_at) if s.hw_at >= 0 else now
-    behind_since = rules.time_behind(s.leader_leos, s.hw, seen)
+    behind_since = rules.time_behind(s.leader_leos, s.hw, seen, s.leader_leos_rising)
     if behind_since is None:
         s.hw_caught_up_at = now
         s.hw_lag_ms = 0

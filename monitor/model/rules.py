@@ -121,7 +121,7 @@ def committed_offsets_lost(committed_hw: int, new_leader_leo: int) -> tuple[int,
     return (new_leader_leo, committed_hw)
 
 
-def time_behind(samples: Sequence[int], offset: int, at: int) -> int | None:
+def time_behind(samples: Sequence[int], offset: int, at: int, rising: bool = False) -> int | None:
     """When the leader's log first passed ``offset`` (by ``at``), from its LEO samples.
 
     ``samples`` holds the leader's samples oldest first, flat: ``[t0, leo0, t1, leo1, ...]``
@@ -131,11 +131,28 @@ def time_behind(samples: Sequence[int], offset: int, at: int) -> int | None:
     holds everything the leader was seen to have). This is the conservative reading: the
     real moment lies between that sample and the one before it, so lag is never overstated.
 
+    ``rising``: the caller knows that neither the times nor the LEOs ever go down
+    (:attr:`~monitor.model.state.PartitionState.leader_leos_rising`). Then the samples past
+    ``offset`` are the newest ones, and the first of them is found from the end: one or two
+    steps for a follower that keeps up, where the scan from the oldest walks the whole
+    history (the same answer: ``tests/model/test_rules.py``).
+
     >>> time_behind([0, 10, 5, 20, 10, 30], 20, at=10)
+    10
+    >>> time_behind([0, 10, 5, 20, 10, 30], 20, at=10, rising=True)
     10
     >>> time_behind([0, 10, 5, 20, 10, 30], 30, at=10) is None
     True
     """
+    if rising:
+        i = len(samples) - 1
+        while i > 0 and samples[i] > offset:
+            i -= 2
+        # samples[i + 1] is the first sample past offset (none if i is the last LEO)
+        if i + 2 >= len(samples):
+            return None
+        t = samples[i + 1]
+        return t if t <= at else None
     for i in range(0, len(samples), 2):
         t = samples[i]
         if t > at:

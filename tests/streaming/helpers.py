@@ -162,10 +162,16 @@ class Clock:
 
 
 def payload(raw: bytes, offset: int, owner: bool) -> str:
-    """What ``job.build_operator_input`` packs on the JVM, for one valid record."""
+    """What ``job.build_operator_input`` packs on the JVM, for one valid record (a round
+    record's samples included)."""
     d = parse_event(raw).model_dump()
-    body = {op.BODY_KIND: op.KIND_CODES[d["kind"]]}
+    body: dict[str, Any] = {op.BODY_KIND: op.KIND_CODES[d["kind"]]}
     body.update(zip(op.BODY_NAMES, (d[n] for n in op.BODY_FIELDS[d["kind"]]), strict=False))
+    if d["kind"] == "partition":
+        samples = d.get("replica_samples")
+        body[op.SAMPLES_MEMBER] = (
+            None if samples is None else [[s[f] for f in op.SAMPLE_FIELDS] for s in samples]
+        )
     text = json.dumps(body, separators=(",", ":"))
     return op.SEP.join(["0", str(offset), "t" if owner else "f", text])
 

@@ -23,6 +23,7 @@ import pytest
 from monitor.contract.events import parse_event, to_model
 from monitor.dev.synth import generate
 from monitor.model import ClusterModel, ModelConfig
+from monitor.model.order import event_order, unfold
 from streaming import operator as op
 from tests.scenarios import SCENARIOS
 from tests.streaming.helpers import Clock, FakeHandle, FakeMap, FakeValue, payload, renamed, route
@@ -62,7 +63,13 @@ def _records() -> list[bytes]:
              "replication_factor": 3, "min_insync_replicas": min_isr,
              "unclean_leader_election_enable": False}
         )  # fmt: skip
-    return records + [json.dumps(e, separators=(",", ":")).encode() for e in synth]
+    # The same cluster's rounds as round records (the collector's default form), as
+    # another cluster: most of them applied whole, some unfolded.
+    rounds = [
+        {**e, "cluster": "synth-rounds"}
+        for e in generate(300, 12, fault_rate=0.05, seed=4, form="rounds")
+    ]
+    return records + [json.dumps(e, separators=(",", ":")).encode() for e in synth + rounds]
 
 
 @pytest.mark.parametrize("seed", [1, 2])
@@ -96,18 +103,26 @@ def test_stored_state_equals_the_live_model(seed: int, monkeypatch: pytest.Monke
             for b, owner in route(raw, buckets):
                 per_bucket[b].append(payload(raw, offset, owner))
             offset += 1
-        # The reference: one model fed the batch in the operator's order (a partition's
-        # events are in one bucket, in the same order).
-        events, _, _ = op.ordered_events(
-            [payload(raw, offset - len(batch) + i, True) for i, raw in enumerate(batch)]
+        # The reference: one model fed the batch's events one by one, in the model's order
+        # (a partition's events are in one bucket, in the same order; the operator applies
+        # rounds whole where that is the same).
+        first = offset - len(batch)
+        events = sorted(
+            (
+                (*event_order(ev), first + i, k, ev)
+                for i, raw in enumerate(batch)
+                for k, ev in enumerate(unfold(to_model(parse_event(raw))))
+            ),
+            key=lambda x: x[:4],
         )
-        for ev in events:
+        for *_, ev in events:
             ref_ids.extend(f.id for f in reference.apply(ev))
+        newest = max(x[0] for x in events)
         # Processing time: just ahead of the events, sometimes far ahead (everything looks
         # silent): ticks open, refresh and, once events arrive again, resolve
         # stale_telemetry; scenarios that ended stay silent.
         tick = n % 2 == 1
-        now = max(ev.observed_at for ev in events) + (120_000 if n % 6 == 5 else 1_000)
+        now = newest + (120_000 if n % 6 == 5 else 1_000)
         if tick:
             ref_ids.extend(f.id for f in reference.tick(now))
         attempts = 2 if rng.random() < 0.3 else 1
