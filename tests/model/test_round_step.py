@@ -13,6 +13,7 @@ partition's state after the last batch and after a tick.
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -72,8 +73,11 @@ def _unfolded(batch: list[tuple[tuple[int, ...], Any]]) -> list[Any]:
 def _apply(
     lines: list[bytes], config: dict[str, Any], whole: bool
 ) -> tuple[dict[Any, list[str]], Any, int]:
-    """Apply in micro-batches; each partition's findings, the states, rounds applied whole."""
+    """Apply in micro-batches; each partition's findings, the states, rounds applied whole.
+    Every event is as it was made after the model applied it (events are not frozen, for
+    speed: :mod:`monitor.model.events`)."""
     records = _records(lines)
+    before = copy.deepcopy(records)
     model = ClusterModel(ModelConfig(**config))
     found: dict[Any, list[str]] = {}
     size = max(1, len(records) // BATCHES + 1)
@@ -87,6 +91,7 @@ def _apply(
                 found.setdefault((f.cluster, f.topic, f.partition), []).append(
                     json.dumps(f.to_dict(), sort_keys=True)
                 )
+    assert records == before, "the model changed an event"
     newest = max((ps.last_seen for ps in model.partitions.values()), default=0)
     for f in model.tick(newest + model.config.stale_after_ms + 1):
         found.setdefault((f.cluster, f.topic, f.partition), []).append(
