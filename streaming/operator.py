@@ -56,7 +56,8 @@ import operator
 import pickle
 import uuid
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
+from array import array
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from itertools import chain
 from typing import Any
@@ -79,6 +80,7 @@ from monitor.model import (
 from monitor.model.order import application_order
 from monitor.model.state import (
     BrokerState,
+    EpochEntry,
     OpenCondition,
     PartitionState,
     ReplicaState,
@@ -281,12 +283,104 @@ _DISPATCH = {
     for cls in (PartitionState, ReplicaState, OpenCondition, TopicState, BrokerState, Bucket, Delta)
 }
 
+# -- a bucket's partitions, packed --------------------------------------------------------------
+#
+# Most partitions of a bucket are steady: no open condition, no election being judged. Their
+# states are scalars, tuples of scalars and a few small containers: each is pickled as one
+# flat list (its replicas as tuples, its LEO history as bytes) and rebuilt by one call.
+# Pickled object by object -- a reducer call per state, replica and epoch -- a bucket cost
+# ~12.5 us a partition to write (a batch that touches a whole bucket writes it whole), now
+# ~7.5; and the flat lists compress better (37 -> ~27 B a partition). The others (and
+# forgotten ones, None in a delta) are pickled as they are, in their place.
 
-#: How a bucket's snapshot and deltas are stored: pickled (protocol 5, the reducers above),
-#: then zlib-compressed at level 1 -- a bucket of steady partitions shrinks ~17x (855 to
-#: ~50 B a partition), for ~1.7 us of CPU a partition: the bytes every batch moves through
-#: the state API's socket, RocksDB and the checkpoint's changelog.
-STATE_ENCODING = "pickle-5+zlib-1"
+_PS = tuple(f.name for f in fields(PartitionState))
+_RS = tuple(f.name for f in fields(ReplicaState))
+_PS_GET = operator.attrgetter(*_PS)
+_RS_GET = operator.attrgetter(*_RS)
+_AT_REPLICAS, _AT_LINEAGE = _PS.index("replica_states"), _PS.index("lineage")
+_AT_LEOS, _AT_OPEN = _PS.index("leader_leos"), _PS.index("open")
+
+
+class _Packed:
+    """A partitions dict to pickle packed (:func:`_unpack` reads it back as the dict)."""
+
+    __slots__ = ("partitions",)
+
+    def __init__(self, partitions: Mapping[tuple[str, str, int], PartitionState | None]) -> None:
+        self.partitions = partitions
+
+
+def _reduce_packed(p: _Packed) -> tuple[Any, tuple[list[Any], list[Any]]]:
+    flat: list[Any] = []
+    others: list[tuple[tuple[str, str, int], PartitionState | None]] = []
+    for key, ps in p.partitions.items():
+        if ps is None or ps.open or ps.election is not None:
+            flat.append(None)  # its place: the next of ``others``
+            others.append((key, ps))
+            continue
+        v = list(_PS_GET(ps))
+        v[_AT_REPLICAS] = tuple([(b, *_RS_GET(r)) for b, r in ps.replica_states.items()])
+        v[_AT_LINEAGE] = tuple([tuple(e) for e in ps.lineage])
+        v[_AT_LEOS] = ps.leader_leos.tobytes()
+        v[_AT_OPEN] = None
+        flat.append(v)
+    return (_unpack, (flat, others))
+
+
+def _unpack(
+    flat: list[Any], others: list[tuple[tuple[str, str, int], PartitionState | None]]
+) -> dict[tuple[str, str, int], PartitionState | None]:
+    out: dict[tuple[str, str, int], PartitionState | None] = {}
+    rest = iter(others)
+    for v in flat:
+        if v is None:
+            key, other = next(rest)
+            out[key] = other
+            continue
+        v[_AT_REPLICAS] = {r[0]: ReplicaState(*r[1:]) for r in v[_AT_REPLICAS]}
+        v[_AT_LINEAGE] = [EpochEntry(*e) for e in v[_AT_LINEAGE]]
+        leos = array("q")
+        leos.frombytes(v[_AT_LEOS])
+        v[_AT_LEOS] = leos
+        v[_AT_OPEN] = {}
+        ps = PartitionState(*v)
+        out[(ps.cluster, ps.topic, ps.partition)] = ps
+    return out
+
+
+def _reduce_model(m: ClusterModel) -> tuple[Any, tuple[Any, ...]]:
+    state = dict(m.__dict__)
+    state["partitions"] = _Packed(m.partitions)
+    state["_contexts"] = {}  # derived: rebuilt on use
+    return (_model_from, (type(m), state))
+
+
+def _model_from(cls: type[ClusterModel], state: dict[str, Any]) -> ClusterModel:
+    m = cls.__new__(cls)
+    m.__setstate__(state)
+    return m
+
+
+def _reduce_delta(d: Delta) -> tuple[Any, tuple[Any, ...]]:
+    return (Delta, (d.header, _Packed(d.partitions), d.topics, d.brokers))
+
+
+#: What the pickler is given: the dataclasses' reducers, and the packed partitions of a
+#: bucket's model and of a delta.
+_TABLE: dict[Any, Any] = {
+    **_DISPATCH,
+    _Packed: _reduce_packed,
+    ClusterModel: _reduce_model,
+    Delta: _reduce_delta,
+}
+
+
+#: How a bucket's snapshot and deltas are stored: pickled (protocol 5, the reducers above;
+#: steady partitions packed as flat lists), then zlib-compressed at level 1 -- a bucket of
+#: steady partitions shrinks ~17x (855 to ~50 B a partition), for ~1.5 us of CPU a
+#: partition: the bytes every batch moves through the state API's socket, RocksDB and the
+#: checkpoint's changelog.
+STATE_ENCODING = "pickle-5+flat-steady+zlib-1"
 
 
 def state_fingerprint(classes: tuple[type, ...] | None = None) -> str:
@@ -298,7 +392,7 @@ def state_fingerprint(classes: tuple[type, ...] | None = None) -> str:
     another, as unpickling it would hand fields to the wrong names or fail mid-batch.
     ``classes``: the stored classes (default: the model's).
     """
-    from monitor.model.state import ElectionCheck, EpochEntry, TopicConfig
+    from monitor.model.state import ElectionCheck, TopicConfig
 
     shape = [
         (cls.__name__, [f.name for f in fields(cls)])
@@ -314,7 +408,7 @@ def dumps(obj: Bucket | Delta) -> bytes:
     reduced to constructor arguments."""
     buf = io.BytesIO()
     pickler = pickle.Pickler(buf, protocol=5)
-    pickler.dispatch_table = _DISPATCH  # type: ignore[assignment]
+    pickler.dispatch_table = _TABLE
     pickler.dump(obj)
     return zlib.compress(buf.getbuffer(), 1)
 
