@@ -29,6 +29,7 @@ import pandas as pd
 from monitor.dev.synth import generate
 from monitor.model import ModelConfig
 from streaming import operator as op
+from streaming.config import StreamingConfig
 from tests.streaming.helpers import Clock, FakeHandle, payload, route
 
 
@@ -54,6 +55,8 @@ def main(argv: list[str] | None = None) -> int:
         catchup_slack_ms=10_000,
         model=ModelConfig(),
         cache_scope="bench",
+        # the job's default: a partition's row when it says something new, or is due
+        state_refresh_ms=StreamingConfig.model_fields["state_refresh_ms"].default,
     )
     stores: dict[int, dict[str, Any]] = {b: {} for b in range(args.buckets)}
     keys = op.bucket_keys(args.buckets)
