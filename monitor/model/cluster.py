@@ -138,8 +138,10 @@ class ClusterModel:
         """Time-driven checks at ``now`` (ms): silent partitions and brokers, calmed flapping,
         topics absent from the metadata reads."""
         out: list[Finding] = self._forget_absent(now)
+        quiet, config = part.tick_is_quiet, self.config
         for state in self.partitions.values():
-            out.extend(part.tick(state, now, self.context(state.cluster, state.topic)))
+            if not quiet(state, now, config):
+                out.extend(part.tick(state, now, self.context(state.cluster, state.topic)))
         for b in self.brokers.values():
             if not self.owns_global(f"{b.cluster}/broker/{b.broker}"):
                 continue

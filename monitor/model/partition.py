@@ -218,6 +218,20 @@ def _judge_followers(s: PartitionState, t: int, ctx: Context, emit: Emitter) -> 
         _replica_conditions(s, b, rs, t, ctx, emit)
 
 
+def tick_is_quiet(state: PartitionState, now: int, config: ModelConfig) -> bool:
+    """Whether :func:`tick` at ``now`` would find nothing and change nothing: no open
+    condition, no election being judged or remembered, not silent for longer than
+    ``stale_after_ms`` -- most partitions at most ticks. The cluster model skips them
+    (``QUIET_SKIPS``; ``tests/model/test_quiet.py`` ticks every scenario both ways)."""
+    return (
+        QUIET_SKIPS
+        and not state.open
+        and not state.election_times
+        and state.election is None
+        and (state.last_seen < 0 or now - state.last_seen <= config.stale_after_ms)
+    )
+
+
 def tick(state: PartitionState, now: int, ctx: Context) -> list[Finding]:
     """Time-driven checks: silence (``stale_telemetry``) and flapping that has calmed down."""
     out: list[Finding] = []
