@@ -319,7 +319,7 @@ def _reduce_packed(p: _Packed) -> tuple[Any, tuple[list[Any], list[Any]]]:
             others.append((key, ps))
             continue
         v = list(_PS_GET(ps))
-        v[_AT_REPLICAS] = tuple([(b, *_RS_GET(r)) for b, r in ps.replica_states.items()])
+        v[_AT_REPLICAS] = tuple([(b, _RS_GET(r)) for b, r in ps.replica_states.items()])
         v[_AT_LINEAGE] = tuple([tuple(e) for e in ps.lineage])
         v[_AT_LEOS] = ps.leader_leos.tobytes()
         v[_AT_OPEN] = None
@@ -332,19 +332,17 @@ def _unpack(
 ) -> dict[tuple[str, str, int], PartitionState | None]:
     out: dict[tuple[str, str, int], PartitionState | None] = {}
     rest = iter(others)
+    replica, entry = ReplicaState, tuple.__new__
     for v in flat:
         if v is None:
             key, other = next(rest)
             out[key] = other
             continue
-        v[_AT_REPLICAS] = {r[0]: ReplicaState(*r[1:]) for r in v[_AT_REPLICAS]}
-        v[_AT_LINEAGE] = [EpochEntry(*e) for e in v[_AT_LINEAGE]]
-        leos = array("q")
-        leos.frombytes(v[_AT_LEOS])
-        v[_AT_LEOS] = leos
+        v[_AT_REPLICAS] = {b: replica(*r) for b, r in v[_AT_REPLICAS]}
+        v[_AT_LINEAGE] = [entry(EpochEntry, e) for e in v[_AT_LINEAGE]]
+        v[_AT_LEOS] = array("q", v[_AT_LEOS])
         v[_AT_OPEN] = {}
-        ps = PartitionState(*v)
-        out[(ps.cluster, ps.topic, ps.partition)] = ps
+        out[(v[0], v[1], v[2])] = PartitionState(*v)
     return out
 
 
@@ -600,6 +598,11 @@ KEEP_DELTAS = 16
 MAX_CATCH_UP = 32
 #: A new snapshot after this many deltas at the latest.
 MAX_DELTAS = 64
+#: A batch that changed at least this share of a bucket's partitions writes a snapshot, not
+#: a delta (:meth:`BucketStore.save`): NUM / DEN. At 1M partitions, batches of a million
+#: records cut rounds anywhere, and a worker whose cache was behind loaded a snapshot plus
+#: deltas of ~90% of it (py-spy: a quarter of the Python workers' time in loads).
+SNAPSHOT_SHARE_NUM, SNAPSHOT_SHARE_DEN = 1, 2
 
 
 @dataclass(slots=True)
@@ -729,11 +732,15 @@ class BucketStore:
         if old is None:  # a new bucket: a snapshot, no delta (nobody can be behind)
             meta = Meta(seq=1, tag=tag, log_start=2)
             self._snapshot(state, meta)
-        elif len(partitions) >= len(state.model.partitions):
-            # The batch changed every partition (a collection round of the whole bucket):
-            # its delta would be the snapshot's size, and the delta log would be compacted
-            # into a snapshot every other batch -- the bucket pickled twice. The snapshot
-            # alone; the deltas below it are obsolete (a worker behind reloads it).
+        elif (
+            len(partitions) * SNAPSHOT_SHARE_DEN >= len(state.model.partitions) * SNAPSHOT_SHARE_NUM
+        ):
+            # The batch changed most partitions (a collection round of the whole bucket, or
+            # most of one: batches need not end where rounds do): its delta would be about
+            # the snapshot's size, and the delta log would be compacted into a snapshot
+            # every other batch -- the bucket pickled twice -- while a worker behind would
+            # load a snapshot and then deltas as big. The snapshot alone; the deltas below
+            # it are obsolete (a worker behind reloads it).
             meta = Meta(old.seq + 1, tag, log_start=old.seq + 2)
             self._snapshot(state, meta)
             for seq in range(old.log_start, old.seq + 1):
