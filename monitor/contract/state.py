@@ -286,8 +286,7 @@ def row_content(ps: PartitionState) -> tuple[Any, ...] | None:
     if ps.open:
         return None
     return (
-        ps.leader, ps.leader_epoch, ps.isr, ps.replicas,
-        tuple([(b, r.leo < 0) for b, r in ps.replica_states.items()]),
+        ps.leader, ps.leader_epoch, ps.isr, ps.replicas, tuple(ps.replica_states),
         tuple(ps.lineage), ps.late_events, ps.duplicate_events,
     )  # fmt: skip
 
