@@ -299,6 +299,12 @@ _PS_GET = operator.attrgetter(*_PS)
 _RS_GET = operator.attrgetter(*_RS)
 _AT_REPLICAS, _AT_LINEAGE = _PS.index("replica_states"), _PS.index("lineage")
 _AT_LEOS, _AT_OPEN = _PS.index("leader_leos"), _PS.index("open")
+#: The stamps (ms) of a partition's and of a replica's state. A bucket's partitions share a
+#: few hundred distinct values (a collector's rounds), but unpickled each is its own 32-byte
+#: int: :func:`_unpack` keeps one object per value (~380 B a partition).
+_PS_STAMPS = tuple(
+    i for i, name in enumerate(_PS) if name.endswith("_at") or name in ("last_seen", "leos_base_t")
+)
 
 
 class _Packed:
@@ -321,7 +327,8 @@ def _reduce_packed(p: _Packed) -> tuple[Any, tuple[list[Any], list[Any]]]:
         v = list(_PS_GET(ps))
         v[_AT_REPLICAS] = tuple([(b, _RS_GET(r)) for b, r in ps.replica_states.items()])
         v[_AT_LINEAGE] = tuple([tuple(e) for e in ps.lineage])
-        v[_AT_LEOS] = ps.leader_leos.tobytes()
+        leos = ps.leader_leos  # int32 as bytes (int64 -- rare -- as the array)
+        v[_AT_LEOS] = leos.tobytes() if leos.itemsize == 4 else leos
         v[_AT_OPEN] = None
         flat.append(v)
     return (_unpack, (flat, others))
@@ -333,14 +340,23 @@ def _unpack(
     out: dict[tuple[str, str, int], PartitionState | None] = {}
     rest = iter(others)
     replica, entry = ReplicaState, tuple.__new__
+    same: Any = {}.setdefault  # one int object per stamp value
     for v in flat:
         if v is None:
             key, other = next(rest)
             out[key] = other
             continue
-        v[_AT_REPLICAS] = {b: replica(*r) for b, r in v[_AT_REPLICAS]}
+        for i in _PS_STAMPS:
+            v[i] = same(v[i], v[i])
+        replicas = {}
+        for b, r in v[_AT_REPLICAS]:
+            rs = replicas[b] = replica(*r)
+            rs.observed_at = same(rs.observed_at, rs.observed_at)  # (suspect_at: mostly -1)
+            rs.caught_up_at = same(rs.caught_up_at, rs.caught_up_at)
+        v[_AT_REPLICAS] = replicas
         v[_AT_LINEAGE] = [entry(EpochEntry, e) for e in v[_AT_LINEAGE]]
-        v[_AT_LEOS] = array("q", v[_AT_LEOS])
+        leos = v[_AT_LEOS]
+        v[_AT_LEOS] = array("i", leos) if leos.__class__ is bytes else leos
         v[_AT_OPEN] = {}
         out[(v[0], v[1], v[2])] = PartitionState(*v)
     return out

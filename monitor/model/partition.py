@@ -207,7 +207,7 @@ def _judge_followers(s: PartitionState, t: int, ctx: Context, emit: Emitter) -> 
     and its own sample resolved it a moment later). It is judged at the partition's next
     later instant. A follower whose broker did not answer is judged on what is known.
     """
-    leader_at = s.leader_leos[-2] if s.leader_leos else -1
+    leader_at = s.leader_leos[-2] + s.leos_base_t if s.leader_leos else -1
     s.deferred_at = -1
     for b, rs in s.replica_states.items():
         if b != s.leader and leader_at == t and rs.observed_at < t:
@@ -552,9 +552,9 @@ def _on_leader_sample(s: PartitionState, leo: int, t: int, ctx: Context, emit: E
 def _measure_follower(s: PartitionState, rs: ReplicaState, now: int, ctx: Context) -> None:
     if rs.leo < 0 or not s.leader_leos:
         return
-    leader_leo = s.leader_leos[-1]
+    leader_leo = s.leader_leos[-1] + s.leos_base_leo
     rs.lag_offsets = max(0, leader_leo - rs.leo)
-    behind_since = rules.time_behind(s.leader_leos, rs.leo, now, s.leader_leos_rising)
+    behind_since = _leader_passed(s, rs.leo, now)
     if behind_since is None:
         rs.caught_up_at = now
         rs.lag_ms = 0
@@ -622,6 +622,16 @@ def _observe_hw(s: PartitionState, hw: int, t: int, ctx: Context, emit: Emitter)
     _measure_hw(s, t)
 
 
+def _leader_passed(s: PartitionState, offset: int, at: int) -> int | None:
+    """When the leader's log first passed ``offset`` (by ``at``): :func:`rules.time_behind`
+    over the leader's samples, which are kept relative to a base."""
+    t0 = s.leos_base_t
+    since = rules.time_behind(
+        s.leader_leos, offset - s.leos_base_leo, at - t0, s.leader_leos_rising
+    )
+    return None if since is None else since + t0
+
+
 def _measure_hw(s: PartitionState, now: int) -> None:
     """How long the HW has been seen stuck behind the leader's log. Measured up to the HW's
     last observation, never across time nobody saw it: after a gap in the collector's rounds
@@ -630,7 +640,7 @@ def _measure_hw(s: PartitionState, now: int) -> None:
     if s.hw < 0 or not s.leader_leos:
         return
     seen = min(now, s.hw_at) if s.hw_at >= 0 else now
-    behind_since = rules.time_behind(s.leader_leos, s.hw, seen, s.leader_leos_rising)
+    behind_since = _leader_passed(s, s.hw, seen)
     if behind_since is None:
         s.hw_caught_up_at = now
         s.hw_lag_ms = 0

@@ -20,6 +20,8 @@ from monitor.model.findings import FindingKind, Severity
 _SHARED: dict[tuple[int, ...], tuple[int, ...]] = {}
 _SHARED_MAX = 65_536
 
+_I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
+
 
 def shared(brokers: tuple[int, ...]) -> tuple[int, ...]:
     """The one kept object equal to ``brokers`` (``brokers`` itself the first time)."""
@@ -162,10 +164,14 @@ class PartitionState:
     #: When the current leadership began (as observed); lag and "ahead" evidence start here.
     epoch_started_at: int = -1
     #: Recent samples of the current leader, oldest first, at most ``config.leo_history``:
-    #: ``[t0, leo0, t1, leo1, ...]`` (:meth:`record_leader_leo`). One int64 array, not a
-    #: list of (time, LEO) tuples: 16 bytes a sample instead of ~120 (at a million
-    #: partitions, 3.5 GB of a worker's memory).
-    leader_leos: array[int] = field(default_factory=lambda: array("q"))
+    #: ``[t0, leo0, t1, leo1, ...]`` (:meth:`record_leader_leo`), each *relative to*
+    #: (:attr:`leos_base_t`, :attr:`leos_base_leo`). One array, not a list of (time, LEO)
+    #: tuples (~120 B a sample; at a million partitions 3.5 GB of a worker's memory): of
+    #: int32 while the samples fit (8 B a sample -- they span minutes and a few million
+    #: offsets), else of int64. The partition module reads them (``_leader_passed``).
+    leader_leos: array[int] = field(default_factory=lambda: array("i"))
+    leos_base_t: int = 0
+    leos_base_leo: int = 0
     #: Whether :attr:`leader_leos` rises: its times and LEOs never went down (almost always:
     #: a leader's log end falls only when it truncates). Then "when did the leader first
     #: pass this offset" is found from the newest sample back, in a step or two, instead of
@@ -193,16 +199,35 @@ class PartitionState:
         """A sample of the leader's LEO; the history keeps the last ``limit`` (once full, the
         oldest goes first: the array's allocation never grows past them)."""
         h = self.leader_leos
-        if h and (t < h[-2] or leo < h[-1]):
+        dt, dl = t - self.leos_base_t, leo - self.leos_base_leo
+        if h and (dt < h[-2] or dl < h[-1]):
             self.leader_leos_rising = False
         while len(h) >= 2 * limit > 0:
             del h[:2]
-        h.append(t)
-        h.append(leo)
+        if not (_I32_MIN <= dt <= _I32_MAX and _I32_MIN <= dl <= _I32_MAX) and h.itemsize < 8:
+            self._rebase(t, leo)
+            h, dt, dl = self.leader_leos, 0, 0
+        h.append(dt)
+        h.append(dl)
+
+    def _rebase(self, t: int, leo: int) -> None:
+        """The samples made relative to ``(t, leo)`` -- of int64 if they no longer fit int32
+        (a leadership of weeks, or a log that grew by 2^31 offsets since its base)."""
+        dt, dl = t - self.leos_base_t, leo - self.leos_base_leo
+        h = self.leader_leos
+        shifted = [x - (dl if i & 1 else dt) for i, x in enumerate(h)]
+        fits = all(_I32_MIN <= x <= _I32_MAX for x in shifted)
+        self.leader_leos = array("i" if fits else "q", shifted)
+        self.leos_base_t, self.leos_base_leo = t, leo
 
     def reset_leader_leo(self, t: int = -1, leo: int = -1) -> None:
         """Forget the leader's samples; keep ``(t, leo)`` as the first if ``leo`` is known."""
-        self.leader_leos = array("q", (t, leo) if leo >= 0 else ())
+        if leo >= 0:
+            self.leader_leos = array("i", (0, 0))
+            self.leos_base_t, self.leos_base_leo = t, leo
+        else:
+            self.leader_leos = array("i")
+            self.leos_base_t = self.leos_base_leo = 0
         self.leader_leos_rising = True
 
     def leader_samples(self) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from monitor.model.partition import _leader_passed
 from monitor.model.rules import time_behind
 from monitor.model.state import PartitionState
 
@@ -51,3 +52,39 @@ def test_a_partition_knows_when_its_leader_history_rises(
             s.record_leader_leo(t, leo, limit=8)
         h = s.leader_leos
         assert time_behind(h, offset, at, s.leader_leos_rising) == time_behind(h, offset, at)
+
+
+#: Steps of a leader's samples: mostly small, sometimes past what 32 bits hold.
+_STEP = st.one_of(st.integers(-3, 40), st.sampled_from([2**31 - 1, 2**31, 2**32 + 7, -(2**31)]))
+
+
+@settings(max_examples=2000, deadline=None)
+@given(
+    st.lists(st.tuples(_STEP, _STEP, st.booleans()), max_size=40),
+    st.integers(0, 2**34),
+    st.integers(0, 2**34),
+)
+def test_the_leader_history_kept_relative_answers_as_the_absolute_one(
+    appended: list[tuple[int, int, bool]], offset: int, at: int
+) -> None:
+    """The leader's samples are kept as 32-bit offsets from a base (8 B a sample, not 16),
+    rebased -- or widened to 64 bits -- when one does not fit: a leadership of weeks, a log
+    grown by 2^31 offsets. Whatever the jumps, the model's answer is the one the absolute
+    samples give, and a new leadership starts narrow again."""
+    s = PartitionState("c", "t", 0)
+    t, leo = 1_700_000_000_000, 0
+    absolute: list[int] = []
+    for dt, dleo, reset in appended:
+        t, leo = t + dt, max(0, leo + dleo)
+        if reset:
+            s.reset_leader_leo(t, leo)
+            absolute = [t, leo]
+            assert s.leader_leos.itemsize == 4
+        else:
+            s.record_leader_leo(t, leo, limit=8)
+            absolute = [*absolute, t, leo][-16:]
+        probe_offset, probe_at = leo - offset % 64, t - at % 64
+        assert _leader_passed(s, probe_offset, probe_at) == time_behind(
+            absolute, probe_offset, probe_at
+        )
+        assert _leader_passed(s, offset, at) == time_behind(absolute, offset, at)

@@ -253,3 +253,33 @@ def test_a_restarted_job_judges_with_its_own_settings(monkeypatch: pytest.Monkey
     assert run(strict, recs[20:30], 20).config == strict  # from the cache
     op._CACHE.clear()
     assert run(strict, recs[30:40], 30).config == strict  # from the stored snapshot
+
+
+def test_a_steady_partition_is_stored_and_read_back_field_for_field() -> None:
+    """The packed form of a steady partition (:func:`streaming.operator._reduce_packed`)
+    reads back equal: its leader history of 32-bit offsets (as bytes) or of 64-bit ones (a
+    history that outgrew 32 bits, kept as its array), its replicas, and its stamps -- one
+    object per stamp value across the bucket, the memory a worker holds per partition."""
+    model = ClusterModel()
+    for e in sorted(
+        (
+            ev
+            for rec in generate(6, 3, seed=2, form="rounds")
+            for ev in unfold(to_model(parse_event(json.dumps(rec))))
+        ),
+        key=event_order,
+    ):
+        model.apply(e)
+    wide = next(iter(model.partitions.values()))
+    t, leo = wide.leos_base_t, wide.leos_base_leo
+    wide.record_leader_leo(t + 1_000, leo + 2**33, limit=32)  # the span no longer fits 32 bits
+    assert wide.leader_leos.itemsize == 8
+    bucket = op.Bucket(model=model)
+    back = op.loads(op.dumps(bucket)).model
+    assert list(back.partitions) == list(model.partitions)
+    for key, ps in model.partitions.items():
+        got = back.partitions[key]
+        assert got == ps
+        assert got.leader_leos.typecode == ps.leader_leos.typecode
+    stamps = [ps.last_seen for ps in back.partitions.values()]
+    assert len({id(s) for s in stamps}) == len(set(stamps))
