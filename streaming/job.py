@@ -134,6 +134,12 @@ def skipped_offsets(progress: dict[str, Any]) -> int:
     >>> skipped_offsets({"sources": [{"startOffset": None, "endOffset": '{"t":{"0":9}}',
     ...     "numInputRows": 9}]})
     0
+
+    Another source's offsets (a file source's ``{"logOffset": 3}``) count nothing:
+
+    >>> skipped_offsets({"sources": [{"startOffset": '{"logOffset":1}',
+    ...     "endOffset": '{"logOffset":3}', "numInputRows": 5}]})
+    0
     """
     total = 0
     for src in progress.get("sources") or []:
@@ -142,6 +148,8 @@ def skipped_offsets(progress: dict[str, Any]) -> int:
             continue
         moved = 0
         for topic, parts in end.items():
+            if not isinstance(parts, dict):
+                continue  # not a Kafka source's {topic: {partition: offset}}
             for part, hi in parts.items():
                 lo = start.get(topic, {}).get(part)
                 if isinstance(lo, int) and isinstance(hi, int) and hi > lo >= 0:
