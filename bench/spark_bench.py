@@ -328,10 +328,12 @@ def _measure(
             f"({state_bytes / 1e6:.1f} MB, {partitions} partitions); checkpoint dir "
             f"{ck / 1e6:.1f} MB"
         )
-    per = f" = {sampler.peak_workers * 1e6 / partitions:,.0f} B/partition" if partitions else ""
+    workers = f"{sampler.peak_workers:.0f} MB"
+    if partitions:
+        workers += f" = {sampler.peak_workers * 1e6 / partitions:,.0f} B/partition"
     print(
         f"  memory (peak RSS): driver JVM {sampler.peak_driver:.0f} MB, Python workers "
-        f"{sampler.peak_workers:.0f} MB{per}, Python driver {sampler.peak_python_driver:.0f} MB"
+        f"{workers}, Python driver {sampler.peak_python_driver:.0f} MB"
     )
     if len(progress) > 1:
         phases = sorted({k for p in progress[1:] for k in p["durationMs"]})
