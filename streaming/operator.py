@@ -351,7 +351,8 @@ def _unpack(
         replicas = {}
         for b, r in v[_AT_REPLICAS]:
             rs = replicas[b] = replica(*r)
-            rs.observed_at = same(rs.observed_at, rs.observed_at)  # (suspect_at: mostly -1)
+            # a replica's two stamps that change every round (suspect_at is mostly -1)
+            rs.observed_at = same(rs.observed_at, rs.observed_at)
             rs.caught_up_at = same(rs.caught_up_at, rs.caught_up_at)
         v[_AT_REPLICAS] = replicas
         v[_AT_LINEAGE] = [entry(EpochEntry, e) for e in v[_AT_LINEAGE]]

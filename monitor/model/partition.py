@@ -207,7 +207,7 @@ def _judge_followers(s: PartitionState, t: int, ctx: Context, emit: Emitter) -> 
     and its own sample resolved it a moment later). It is judged at the partition's next
     later instant. A follower whose broker did not answer is judged on what is known.
     """
-    leader_at = s.leader_leos[-2] + s.leos_base_t if s.leader_leos else -1
+    leader_at = s.leader_last_at()
     s.deferred_at = -1
     for b, rs in s.replica_states.items():
         if b != s.leader and leader_at == t and rs.observed_at < t:
@@ -552,7 +552,7 @@ def _on_leader_sample(s: PartitionState, leo: int, t: int, ctx: Context, emit: E
 def _measure_follower(s: PartitionState, rs: ReplicaState, now: int, ctx: Context) -> None:
     if rs.leo < 0 or not s.leader_leos:
         return
-    leader_leo = s.leader_leos[-1] + s.leos_base_leo
+    leader_leo = s.leader_last_leo()
     rs.lag_offsets = max(0, leader_leo - rs.leo)
     behind_since = _leader_passed(s, rs.leo, now)
     if behind_since is None:
@@ -624,7 +624,8 @@ def _observe_hw(s: PartitionState, hw: int, t: int, ctx: Context, emit: Emitter)
 
 def _leader_passed(s: PartitionState, offset: int, at: int) -> int | None:
     """When the leader's log first passed ``offset`` (by ``at``): :func:`rules.time_behind`
-    over the leader's samples, which are kept relative to a base."""
+    over the leader's samples, which are kept relative to a base (``offset`` and ``at`` are
+    moved to it, the answer back). Here, not on the state: ``rules`` imports ``state``."""
     t0 = s.leos_base_t
     since = rules.time_behind(
         s.leader_leos, offset - s.leos_base_leo, at - t0, s.leader_leos_rising

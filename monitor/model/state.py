@@ -167,8 +167,9 @@ class PartitionState:
     #: ``[t0, leo0, t1, leo1, ...]`` (:meth:`record_leader_leo`), each *relative to*
     #: (:attr:`leos_base_t`, :attr:`leos_base_leo`). One array, not a list of (time, LEO)
     #: tuples (~120 B a sample; at a million partitions 3.5 GB of a worker's memory): of
-    #: int32 while the samples fit (8 B a sample -- they span minutes and a few million
-    #: offsets), else of int64. The partition module reads them (``_leader_passed``).
+    #: int32 while the offsets from the base fit (8 B a sample), else of int64. Read the
+    #: newest through :meth:`leader_last_at` / :meth:`leader_last_leo`; the partition
+    #: module's ``_leader_passed`` scans them.
     leader_leos: array[int] = field(default_factory=lambda: array("i"))
     leos_base_t: int = 0
     leos_base_leo: int = 0
@@ -229,6 +230,14 @@ class PartitionState:
             self.leader_leos = array("i")
             self.leos_base_t = self.leos_base_leo = 0
         self.leader_leos_rising = True
+
+    def leader_last_at(self) -> int:
+        """When the leader's newest sample was taken (-1: no sample)."""
+        return self.leader_leos[-2] + self.leos_base_t if self.leader_leos else -1
+
+    def leader_last_leo(self) -> int:
+        """The leader's LEO in its newest sample (-1: no sample)."""
+        return self.leader_leos[-1] + self.leos_base_leo if self.leader_leos else -1
 
     def leader_samples(self) -> int:
         """How many samples of the leader's LEO the history holds."""

@@ -83,6 +83,7 @@ def test_the_leader_history_kept_relative_answers_as_the_absolute_one(
         else:
             s.record_leader_leo(t, leo, limit=8)
             absolute = [*absolute, t, leo][-16:]
+        assert (s.leader_last_at(), s.leader_last_leo()) == (absolute[-2], absolute[-1])
         probe_offset, probe_at = leo - offset % 64, t - at % 64
         assert _leader_passed(s, probe_offset, probe_at) == time_behind(
             absolute, probe_offset, probe_at
