@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -98,8 +98,16 @@ def create_topic(
     else:
         spec["num_partitions"] = partitions
         spec["replication_factor"] = replication_factor
-    with admin_client(bootstrap_servers, timeout_s) as admin:
-        admin.create_topics({name: spec}, timeout_ms=int(timeout_s * 1000))
+
+    def create(admin: Any, attempt: int) -> None:
+        try:
+            admin.create_topics({name: spec}, timeout_ms=int(timeout_s * 1000))
+        except Errors.TopicAlreadyExistsError:
+            if attempt == 0:
+                raise
+            # An earlier attempt's request reached the controller before its client failed.
+
+    _retrying(bootstrap_servers, timeout_s, create, f"creating topic {name}")
     expected = len(assignments) if assignments else partitions
     return wait_for_partitions(
         bootstrap_servers,
@@ -114,8 +122,17 @@ def create_topic(
 
 def delete_topic(bootstrap_servers: str, name: str, timeout_s: float = 30.0) -> None:
     """Delete a topic and wait until the metadata no longer lists it."""
+
+    def delete(admin: Any, attempt: int) -> None:
+        try:
+            admin.delete_topics([name], timeout_ms=int(timeout_s * 1000))
+        except Errors.UnknownTopicOrPartitionError:
+            if attempt == 0:
+                raise
+            # An earlier attempt's request reached the controller before its client failed.
+
+    _retrying(bootstrap_servers, timeout_s, delete, f"deleting topic {name}")
     with admin_client(bootstrap_servers, timeout_s) as admin:
-        admin.delete_topics([name], timeout_ms=int(timeout_s * 1000))
         deadline = time.monotonic() + timeout_s
         while name in admin.list_topics():
             if time.monotonic() > deadline:
@@ -224,22 +241,47 @@ def elect_leader(
         targets = [topic]
     else:
         targets = {topic: [partition]}
+    kind = "unclean" if unclean else "preferred"
+    _retrying(
+        bootstrap_servers,
+        timeout_s,
+        lambda admin, _: admin.elect_leaders(
+            election_type, targets, timeout_ms=int(timeout_s * 1000)
+        ),
+        f"{kind} election for {topic}-{partition}",
+    )
+
+
+def _retrying(
+    bootstrap_servers: str, timeout_s: float, call: Callable[[Any, int], None], what: str
+) -> None:
+    """Run ``call(admin, attempt)`` with a new admin client until it succeeds, retrying a
+    retriable error or an unknown broker id until ``timeout_s``; :class:`LabError` naming
+    ``what`` otherwise.
+
+    Just after a broker's restart a new client can be told to ask a broker (the
+    controller, in KRaft a random live broker) whose address its own metadata does not
+    list yet: kafka-python raises UnknownBrokerIdError before sending anything. Found by
+    CI on 3.9 KRaft labs, for an election and for a topic created just after the lab was
+    healed."""
     deadline = time.monotonic() + timeout_s
+    attempt = 0
     while True:
         try:
             with admin_client(bootstrap_servers, timeout_s) as admin:
-                admin.elect_leaders(election_type, targets, timeout_ms=int(timeout_s * 1000))
+                call(admin, attempt)
             return
         except Errors.KafkaError as exc:
             retry = exc.retriable or isinstance(exc, Errors.UnknownBrokerIdError)
             if retry and time.monotonic() < deadline:
+                _log.info("%s: %r, retrying", what, exc)
+                attempt += 1
                 time.sleep(1)
                 continue
             error: Exception = exc
         except Exception as exc:
             error = exc
-        kind = "unclean" if unclean else "preferred"
-        raise LabError(f"{kind} election for {topic}-{partition} failed: {error!r}") from error
+        raise LabError(f"{what} failed: {error!r}") from error
 
 
 def reassign(
@@ -257,15 +299,17 @@ def reassign(
     (:func:`unthrottle` removes it)."""
     if throttle_bytes_per_s is not None:
         _throttle(bootstrap_servers, topic, str(throttle_bytes_per_s), "*", timeout_s)
-    with admin_client(bootstrap_servers, timeout_s) as admin:
-        refused = {
-            tp: err
-            for tp, err in admin.alter_partition_reassignments(
-                {TopicPartition(topic, p): r for p, r in targets.items()},
-                timeout_ms=int(timeout_s * 1000),
-            ).items()
-            if err is not None
-        }
+    refused: dict[Any, Any] = {}
+
+    def alter(admin: Any, _: int) -> None:  # the same targets again: idempotent
+        answers = admin.alter_partition_reassignments(
+            {TopicPartition(topic, p): r for p, r in targets.items()},
+            timeout_ms=int(timeout_s * 1000),
+        )
+        refused.clear()
+        refused.update({tp: err for tp, err in answers.items() if err is not None})
+
+    _retrying(bootstrap_servers, timeout_s, alter, f"reassigning {topic}")
     if refused:
         raise LabError(f"reassignment of {topic} refused: {refused}")
 

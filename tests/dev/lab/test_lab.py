@@ -19,6 +19,7 @@ import pytest
 
 from monitor.dev.lab import admin, load, metrics, ports
 from monitor.dev.lab.cluster import Lab, NodeStatus
+from monitor.dev.lab.errors import LabError
 from monitor.dev.lab.paths import REPO_ROOT
 from tests.dev.lab.helpers import (
     run_unclean_election_scenario,
@@ -198,3 +199,32 @@ def test_forced_unclean_election_loses_exactly_the_unreplicated_acknowledged_rec
 ) -> None:
     """ELR on (the lab's default, Kafka 4.1's default): see run_unclean_election_scenario."""
     run_unclean_election_scenario(lab, tmp_path, elr=True)
+
+
+def test_admin_calls_retry_an_unknown_broker_id_with_a_new_client(lab: Lab) -> None:
+    """Just after a restart, kafka-python can be told to ask a broker its metadata does not
+    list yet and raises UnknownBrokerIdError before sending (CI, 3.9 KRaft: a topic created
+    just after the lab was healed). The lab's admin calls retry that with a new client; a
+    non-retriable error still fails at once, naming what was being done."""
+    import kafka.errors as kafka_errors
+
+    topic = topic_name("retry")
+    clients: list[object] = []
+
+    def create_after_a_stale_client(client: object, attempt: int) -> None:
+        clients.append(client)
+        if attempt == 0:
+            raise kafka_errors.UnknownBrokerIdError(2)
+        client.create_topics(  # type: ignore[attr-defined]
+            {topic: {"num_partitions": 1, "replication_factor": 3}}, timeout_ms=30_000
+        )
+
+    admin._retrying(lab.bootstrap_servers, 30, create_after_a_stale_client, f"creating {topic}")
+    assert len(clients) == 2 and clients[0] is not clients[1]
+    wait_partition(lab, topic, lambda p: p.leader > 0, "a leader")
+
+    def refused(client: object, attempt: int) -> None:
+        raise kafka_errors.TopicAuthorizationFailedError(topic)
+
+    with pytest.raises(LabError, match=f"creating {topic} failed: .*TopicAuthorization"):
+        admin._retrying(lab.bootstrap_servers, 30, refused, f"creating {topic}")
