@@ -12,6 +12,10 @@ one place documents the kafka-python 3.x quirks:
   KIP-966), not in Metadata.
 * ``elect_leaders(1, ...)`` (UNCLEAN) raises on per-partition errors but silently ignores
   ELECTION_NOT_NEEDED; the result is re-checked by describing the partition afterwards.
+* A new client, just after a broker's restart, can be told to ask a broker its own
+  metadata does not list yet (``UnknownBrokerIdError`` before anything is sent): the
+  requests that go to the controller (create, delete, elect, reassign) retry that with
+  a new client (``_retrying``).
 """
 
 from __future__ import annotations
