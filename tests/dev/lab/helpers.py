@@ -11,10 +11,11 @@ from pathlib import Path
 
 from monitor.cli import main as monitor_main
 from monitor.dev.lab import admin, load, metrics
-from monitor.dev.lab.admin import PartitionState, unfenced_brokers
+from monitor.dev.lab.admin import PartitionState
 from monitor.dev.lab.cluster import Lab, NodeStatus
 from monitor.dev.lab.config import LabConfig, LabMetadata
 from monitor.dev.lab.ports import reserve_base_port
+from monitor.dev.lab.readiness import registered_brokers
 
 #: The Kafka versions and metadata modes of the version matrix (issue 18), besides the
 #: session lab's default (the newest release): the newest 3.9 in ZooKeeper and in KRaft
@@ -67,7 +68,8 @@ def heal(lab: Lab) -> None:
             lab.start(node, wait=False)
     lab.wait_ready(lab.node_ids, timeout=120)
     deadline = time.monotonic() + 60
-    while unfenced_brokers(lab.bootstrap_servers) != set(lab.node_ids):
+    # (an admin request can still meet a broker that is not answering yet: then not yet)
+    while registered_brokers(lab.bootstrap_servers) != set(lab.node_ids):
         assert time.monotonic() < deadline, "brokers did not all come back unfenced"
         time.sleep(0.5)
 

@@ -156,3 +156,39 @@ def test_a_state_file_from_before_versions_keeps_its_version(tmp_path: Path) -> 
     (tmp_path / "lab.json").write_text(json.dumps(old))
     lab = Lab.load(tmp_path, progress=None)
     assert lab.config.kafka_version == "4.1.2"
+
+
+def test_a_broker_whose_listener_does_not_answer_is_not_ready(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Registered (a ZooKeeper lab can list a restarted broker under its old session) and
+    its exporter answering (a JVM agent, up before the broker): not ready until the
+    broker's own listener answers -- CI once healed a lab that way and the next admin
+    request met ECONNREFUSED. The probes are stubbed: which port answers is the input."""
+    from typing import Any, cast
+
+    from monitor.dev.lab import readiness
+
+    cfg = LabConfig(dir=tmp_path)
+    closed = {cfg.broker_port(2)}
+    monkeypatch.setattr(readiness, "registered_brokers", lambda bootstrap: {1, 2, 3})
+    monkeypatch.setattr(readiness, "port_open", lambda host, port: port not in closed)
+    monkeypatch.setattr(readiness.time, "sleep", lambda s: None)
+
+    class Started:
+        config = cfg
+
+        def pid(self, node: int) -> int:
+            return 1000 + node
+
+        def log_tail(self, node: int, lines: int = 40) -> str:
+            return f"(log of {node})"
+
+        def say(self, text: str) -> None:
+            pass
+
+    nodes = cast(Any, Started())
+    with pytest.raises(LabError, match=r"brokers \[2\] not ready .*listening \[1, 3\]"):
+        readiness.wait_ready(nodes, [1, 2, 3], 0.0, lambda: "127.0.0.1:1")
+    closed.clear()
+    readiness.wait_ready(nodes, [1, 2, 3], 0.0, lambda: "127.0.0.1:1")  # all answer: ready
