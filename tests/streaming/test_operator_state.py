@@ -256,21 +256,27 @@ def test_a_restarted_job_judges_with_its_own_settings(monkeypatch: pytest.Monkey
     assert run(strict, recs[30:40], 30).config == strict  # from the stored snapshot
 
 
-def test_a_steady_partition_is_stored_and_read_back_field_for_field() -> None:
-    """The packed form of a steady partition (:func:`streaming.operator._reduce_packed`)
-    reads back equal: its leader history of 32-bit offsets (as bytes) or of 64-bit ones (a
-    history that outgrew 32 bits, kept as its array), its replicas, and its stamps -- one
-    object per stamp value across the bucket, the memory a worker holds per partition."""
+def _rounds_model(seed: int) -> ClusterModel:
+    """A model of 6 partitions after 3 synthetic rounds, applied in the one order."""
     model = ClusterModel()
     for e in sorted(
         (
             ev
-            for rec in generate(6, 3, seed=2, form="rounds")
+            for rec in generate(6, 3, seed=seed, form="rounds")
             for ev in unfold(to_model(parse_event(json.dumps(rec))))
         ),
         key=event_order,
     ):
         model.apply(e)
+    return model
+
+
+def test_a_steady_partition_is_stored_and_read_back_field_for_field() -> None:
+    """The packed form of a steady partition (:func:`streaming.operator._reduce_packed`)
+    reads back equal: its leader history of 32-bit offsets (as bytes) or of 64-bit ones (a
+    history that outgrew 32 bits, kept as its array), its replicas, and its stamps -- one
+    object per stamp value across the bucket, the memory a worker holds per partition."""
+    model = _rounds_model(seed=2)
     wide = next(iter(model.partitions.values()))
     t, leo = wide.leos_base_t, wide.leos_base_leo
     wide.record_leader_leo(t + 1_000, leo + 2**33, limit=32)  # the span no longer fits 32 bits
@@ -298,16 +304,7 @@ def test_a_steady_partition_is_stored_and_read_back_field_for_field() -> None:
 def test_state_stored_before_the_flat_lists_were_pickled_apart_still_loads() -> None:
     """A checkpoint written before the steady partitions' flat lists were pickled on their
     own holds them as a list inside the bucket's pickle: it reads back the same."""
-    model = ClusterModel()
-    for e in sorted(
-        (
-            ev
-            for rec in generate(6, 3, seed=3, form="rounds")
-            for ev in unfold(to_model(parse_event(json.dumps(rec))))
-        ),
-        key=event_order,
-    ):
-        model.apply(e)
+    model = _rounds_model(seed=3)
     unpack, (blob, others) = op._reduce_packed(op._Packed(model.partitions))
     assert isinstance(blob, bytes)
     assert unpack(pickle.loads(blob), others) == unpack(blob, others) == model.partitions
