@@ -346,7 +346,7 @@ def _reduce_packed(p: _Packed) -> tuple[Any, tuple[bytes, list[Any]]]:
     # The flat lists pickled on their own, without a memo (the pickler's ``fast`` mode): a
     # memo entry for each list and replica tuple, only to find that none is shared, cost a
     # quarter of writing a bucket (15.6k steady partitions, one process, GC off as in a
-    # batch: 7.8 -> 6.0 us a partition). They hold no cycle (the pickler would refuse one:
+    # batch: 7.8 -> 6.2 us a partition). They hold no cycle (the pickler would refuse one:
     # ``ValueError``, never a wrong blob) and nothing whose identity matters: the values
     # that many partitions share, :func:`_unpack` shares again. The other states keep the
     # memo (their conditions' details share keys and values).

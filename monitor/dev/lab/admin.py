@@ -103,15 +103,13 @@ def create_topic(
         spec["num_partitions"] = partitions
         spec["replication_factor"] = replication_factor
 
-    def create(admin: Any, attempt: int) -> None:
-        try:
-            admin.create_topics({name: spec}, timeout_ms=int(timeout_s * 1000))
-        except Errors.TopicAlreadyExistsError:
-            if attempt == 0:
-                raise
-            # An earlier attempt's request reached the controller before its client failed.
-
-    _retrying(bootstrap_servers, timeout_s, create, f"creating topic {name}")
+    _retrying(
+        bootstrap_servers,
+        timeout_s,
+        lambda admin: admin.create_topics({name: spec}, timeout_ms=int(timeout_s * 1000)),
+        f"creating topic {name}",
+        done_on_retry=Errors.TopicAlreadyExistsError,
+    )
     expected = len(assignments) if assignments else partitions
     return wait_for_partitions(
         bootstrap_servers,
@@ -127,15 +125,13 @@ def create_topic(
 def delete_topic(bootstrap_servers: str, name: str, timeout_s: float = 30.0) -> None:
     """Delete a topic and wait until the metadata no longer lists it."""
 
-    def delete(admin: Any, attempt: int) -> None:
-        try:
-            admin.delete_topics([name], timeout_ms=int(timeout_s * 1000))
-        except Errors.UnknownTopicOrPartitionError:
-            if attempt == 0:
-                raise
-            # An earlier attempt's request reached the controller before its client failed.
-
-    _retrying(bootstrap_servers, timeout_s, delete, f"deleting topic {name}")
+    _retrying(
+        bootstrap_servers,
+        timeout_s,
+        lambda admin: admin.delete_topics([name], timeout_ms=int(timeout_s * 1000)),
+        f"deleting topic {name}",
+        done_on_retry=Errors.UnknownTopicOrPartitionError,
+    )
     with admin_client(bootstrap_servers, timeout_s) as admin:
         deadline = time.monotonic() + timeout_s
         while name in admin.list_topics():
@@ -249,19 +245,23 @@ def elect_leader(
     _retrying(
         bootstrap_servers,
         timeout_s,
-        lambda admin, _: admin.elect_leaders(
-            election_type, targets, timeout_ms=int(timeout_s * 1000)
-        ),
+        lambda admin: admin.elect_leaders(election_type, targets, timeout_ms=int(timeout_s * 1000)),
         f"{kind} election for {topic}-{partition}",
     )
 
 
 def _retrying(
-    bootstrap_servers: str, timeout_s: float, call: Callable[[Any, int], None], what: str
+    bootstrap_servers: str,
+    timeout_s: float,
+    call: Callable[[Any], object],
+    what: str,
+    done_on_retry: type[Exception] | None = None,
 ) -> None:
-    """Run ``call(admin, attempt)`` with a new admin client until it succeeds, retrying a
-    retriable error or an unknown broker id until ``timeout_s``; :class:`LabError` naming
-    ``what`` otherwise.
+    """Run ``call(admin)`` with a new admin client until it succeeds, retrying a retriable
+    error or an unknown broker id until ``timeout_s``; :class:`LabError` naming ``what``
+    otherwise. ``done_on_retry``: the error that, on a retry, says an earlier attempt's
+    request reached the controller before its client failed (the topic exists already,
+    is gone already) -- done.
 
     Just after a broker's restart a new client can be told to ask a broker (the
     controller, in KRaft a random live broker) whose address its own metadata does not
@@ -273,19 +273,19 @@ def _retrying(
     while True:
         try:
             with admin_client(bootstrap_servers, timeout_s) as admin:
-                call(admin, attempt)
+                call(admin)
             return
-        except Errors.KafkaError as exc:
-            retry = exc.retriable or isinstance(exc, Errors.UnknownBrokerIdError)
-            if retry and time.monotonic() < deadline:
-                _log.info("%s: %r, retrying", what, exc)
-                attempt += 1
-                time.sleep(1)
-                continue
-            error: Exception = exc
         except Exception as exc:
-            error = exc
-        raise LabError(f"{what} failed: {error!r}") from error
+            if attempt > 0 and done_on_retry is not None and isinstance(exc, done_on_retry):
+                return
+            retry = isinstance(exc, Errors.KafkaError) and (
+                exc.retriable or isinstance(exc, Errors.UnknownBrokerIdError)
+            )
+            if not retry or time.monotonic() >= deadline:
+                raise LabError(f"{what} failed: {exc!r}") from exc
+            _log.info("%s: %r, retrying", what, exc)
+            attempt += 1
+            time.sleep(1)
 
 
 def reassign(
@@ -305,7 +305,7 @@ def reassign(
         _throttle(bootstrap_servers, topic, str(throttle_bytes_per_s), "*", timeout_s)
     refused: dict[Any, Any] = {}
 
-    def alter(admin: Any, _: int) -> None:  # the same targets again: idempotent
+    def alter(admin: Any) -> None:  # the same targets again: idempotent
         answers = admin.alter_partition_reassignments(
             {TopicPartition(topic, p): r for p, r in targets.items()},
             timeout_ms=int(timeout_s * 1000),

@@ -211,9 +211,9 @@ def test_admin_calls_retry_an_unknown_broker_id_with_a_new_client(lab: Lab) -> N
     topic = topic_name("retry")
     clients: list[object] = []
 
-    def create_after_a_stale_client(client: object, attempt: int) -> None:
+    def create_after_a_stale_client(client: object) -> None:
         clients.append(client)
-        if attempt == 0:
+        if len(clients) == 1:
             raise kafka_errors.UnknownBrokerIdError(2)
         client.create_topics(  # type: ignore[attr-defined]
             {topic: {"num_partitions": 1, "replication_factor": 3}}, timeout_ms=30_000
@@ -223,7 +223,7 @@ def test_admin_calls_retry_an_unknown_broker_id_with_a_new_client(lab: Lab) -> N
     assert len(clients) == 2 and clients[0] is not clients[1]
     wait_partition(lab, topic, lambda p: p.leader > 0, "a leader")
 
-    def refused(client: object, attempt: int) -> None:
+    def refused(client: object) -> None:
         raise kafka_errors.TopicAuthorizationFailedError(topic)
 
     with pytest.raises(LabError, match=f"creating {topic} failed: .*TopicAuthorization"):
