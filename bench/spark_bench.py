@@ -97,6 +97,8 @@ class MemorySampler(threading.Thread):
         self.peak_driver = 0.0
         self.peak_workers = 0.0
         self.peak_python_driver = 0.0
+        #: A standalone cluster's executor JVMs, together (0 in local mode).
+        self.peak_executors = 0.0
         #: CPU seconds (JVM + Python workers + this driver) when the first batch with
         #: data had finished, and at the last sample.
         self.cpu_after_first: float | None = None
@@ -131,6 +133,9 @@ class MemorySampler(threading.Thread):
     def sample(self) -> None:
         self.peak_driver = max(self.peak_driver, _rss_mb(self.jvm_pid))
         self.peak_python_driver = max(self.peak_python_driver, _rss_mb(os.getpid()))
+        if self.executors is not None:
+            executors = sum(_rss_mb(p) for p in _children(self.executors))
+            self.peak_executors = max(self.peak_executors, executors)
         workers = sum(_rss_mb(w) for w in self._python_workers())
         self.peak_workers = max(self.peak_workers, workers)
         self.cpu_last = sum(_cpu_s(p) for p in self._tree())
@@ -334,6 +339,7 @@ def _measure(
     print(
         f"  memory (peak RSS): driver JVM {sampler.peak_driver:.0f} MB, Python workers "
         f"{workers}, Python driver {sampler.peak_python_driver:.0f} MB"
+        + (f", executor JVMs {sampler.peak_executors:.0f} MB" if sampler.peak_executors else "")
     )
     if len(progress) > 1:
         phases = sorted({k for p in progress[1:] for k in p["durationMs"]})
@@ -414,6 +420,15 @@ def main(argv: list[str] | None = None) -> int:
         "this many cores, 127.0.0.1) instead of --master; CPU counts the executor's JVM and "
         "Python workers",
     )
+    ap.add_argument(
+        "--executor-cores",
+        type=int,
+        default=0,
+        help="with --standalone-cores: executors of this many cores each (the worker runs "
+        "standalone-cores / executor-cores executors; default one executor with them all). "
+        "Each executor has its own Python workers, and a bucket's task keeps to the "
+        "executor holding its state store",
+    )
     ap.add_argument("--bootstrap", help="Kafka bootstrap servers (kafka, ceiling)")
     ap.add_argument("--lab", action="store_true", help="start a lab Kafka (kafka, ceiling)")
     ap.add_argument("--lab-port", type=int, default=23092)
@@ -470,12 +485,20 @@ def main(argv: list[str] | None = None) -> int:
         from monitor.dev.processes.spark import SparkStandalone
 
         cluster = SparkStandalone(
-            work / "standalone", worker_cores=args.standalone_cores, worker_memory="8g"
+            work / "standalone", worker_cores=args.standalone_cores, worker_memory="10g"
         )
         cluster.start()
         args.master, args.worker_pid = cluster.url, cluster.procs[1].pid
         conf = {"spark.executor.memory": "6g", "spark.cores.max": str(args.standalone_cores)}
-        print(f"standalone cluster {cluster.url}: 1 worker, {args.standalone_cores} core(s)")
+        executors = 1
+        if args.executor_cores:
+            executors = max(1, args.standalone_cores // args.executor_cores)
+            conf["spark.executor.cores"] = str(args.executor_cores)
+            conf["spark.executor.memory"] = f"{max(3, 8 // executors)}g"
+        print(
+            f"standalone cluster {cluster.url}: 1 worker, {args.standalone_cores} core(s), "
+            f"{executors} executor(s)"
+        )
     if args.driver_memory:
         conf["spark.driver.memory"] = args.driver_memory
     try:
