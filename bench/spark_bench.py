@@ -117,12 +117,14 @@ class MemorySampler(threading.Thread):
             pids.extend(_descendants(self.executors))
         return pids
 
-    def _python_workers(self) -> list[int]:
-        """The Python daemons and workers: the driver JVM's (local mode) or, on a
-        standalone cluster, each executor JVM's."""
-        jvms = [self.jvm_pid]
-        if self.executors is not None:
-            jvms += _children(self.executors)
+    def _executor_jvms(self) -> list[int]:
+        """A standalone worker's executor JVMs (none in local mode)."""
+        return _children(self.executors) if self.executors is not None else []
+
+    @staticmethod
+    def _python_workers(jvms: list[int]) -> list[int]:
+        """The Python daemons and workers of ``jvms``: the driver JVM (local mode) or, on a
+        standalone cluster, each executor JVM."""
         return [w for jvm in jvms for d in _children(jvm) for w in (d, *_children(d))]
 
     def run(self) -> None:
@@ -133,14 +135,13 @@ class MemorySampler(threading.Thread):
     def sample(self) -> None:
         self.peak_driver = max(self.peak_driver, _rss_mb(self.jvm_pid))
         self.peak_python_driver = max(self.peak_python_driver, _rss_mb(os.getpid()))
-        if self.executors is not None:
-            executors = sum(_rss_mb(p) for p in _children(self.executors))
-            self.peak_executors = max(self.peak_executors, executors)
-        workers = sum(_rss_mb(w) for w in self._python_workers())
-        self.peak_workers = max(self.peak_workers, workers)
+        executors = self._executor_jvms()
+        jvms = [self.jvm_pid, *executors]
+        python_workers = self._python_workers(jvms)
+        self.peak_executors = max(self.peak_executors, sum(_rss_mb(p) for p in executors))
+        self.peak_workers = max(self.peak_workers, sum(_rss_mb(w) for w in python_workers))
         self.cpu_last = sum(_cpu_s(p) for p in self._tree())
-        python = sum(_cpu_s(p) for p in self._python_workers())
-        jvms = [self.jvm_pid] + (_children(self.executors) if self.executors is not None else [])
+        python = sum(_cpu_s(p) for p in python_workers)
         self.split_last = (sum(_cpu_s(p) for p in jvms), python)
         if self.cpu_after_first is None and self.query is not None:
             p = self.query.lastProgress
@@ -453,6 +454,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--keep", action="store_true", help="keep the work folder")
     args = ap.parse_args(argv)
+    if args.executor_cores and not 0 < args.executor_cores <= args.standalone_cores:
+        ap.error(
+            f"--executor-cores {args.executor_cores}: needs --standalone-cores of at least "
+            f"that many (given {args.standalone_cores})"
+        )
 
     from streaming.config import StreamingConfig
     from streaming.job import (
@@ -484,17 +490,19 @@ def main(argv: list[str] | None = None) -> int:
     if args.standalone_cores:
         from monitor.dev.processes.spark import SparkStandalone
 
+        # The worker's memory shared by its executors (one: 6 GB; two: 4 GB each).
+        executors = args.standalone_cores // (args.executor_cores or args.standalone_cores)
         cluster = SparkStandalone(
             work / "standalone", worker_cores=args.standalone_cores, worker_memory="10g"
         )
         cluster.start()
         args.master, args.worker_pid = cluster.url, cluster.procs[1].pid
-        conf = {"spark.executor.memory": "6g", "spark.cores.max": str(args.standalone_cores)}
-        executors = 1
+        conf = {
+            "spark.executor.memory": f"{6 if executors == 1 else max(1, 8 // executors)}g",
+            "spark.cores.max": str(args.standalone_cores),
+        }
         if args.executor_cores:
-            executors = max(1, args.standalone_cores // args.executor_cores)
             conf["spark.executor.cores"] = str(args.executor_cores)
-            conf["spark.executor.memory"] = f"{max(3, 8 // executors)}g"
         print(
             f"standalone cluster {cluster.url}: 1 worker, {args.standalone_cores} core(s), "
             f"{executors} executor(s)"
