@@ -27,6 +27,7 @@ from typing import Any
 from monitor.contract.store import (
     FINDING_COLUMNS,
     FINDINGS,
+    FINDINGS_IN_ORDER,
     NEWEST_FIRST,
     SNAPSHOT_FILE,
     SNAPSHOT_MARK,
@@ -323,7 +324,7 @@ def compact_findings(loc: Location, upto_batch: int, horizon_ms: int) -> int:
         f"resolved AS (SELECT DISTINCT {condition} FROM once WHERE state = 'resolved') "
         f'SELECT {columns} FROM once WHERE coalesce(detected_at, "at") >= {int(horizon_ms)} '
         f"OR (state = 'open' AND ({condition}) NOT IN (SELECT ({condition}) FROM resolved)) "
-        'ORDER BY "at", id',
+        f"ORDER BY {FINDINGS_IN_ORDER}",
     )
     if len(batches) == 1 and len(before) == 1 and kept.num_rows == rows.num_rows:
         return int(kept.num_rows)  # one file already, nothing aged out

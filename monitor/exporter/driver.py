@@ -33,7 +33,7 @@ from typing import Any, Protocol
 from urllib.parse import unquote, urlparse
 
 from monitor.contract.state import BrokerView, OpenFinding, PartitionView
-from monitor.contract.store import STORE_PAIR
+from monitor.contract.store import STORE_PAIR, finding_order
 from monitor.exporter.collector import DEFAULT_MAX_PARTITIONS, PerPartition
 from monitor.exporter.server import MetricsServer
 from monitor.exporter.snapshot import Snapshot
@@ -244,7 +244,7 @@ class JobExporter:
         now_ms = snap.now_ms()
         snap.seed_findings(found, upto, now_ms, store_has_state=bool(views))
         self._history_before(_paired_since(root))
-        conditions = sorted((f for f, _ in found), key=lambda f: f.at)
+        conditions = sorted((f for f, _ in found), key=finding_order)
         apply_global_conditions(snap, conditions)
         with snap.lock:
             for v in views:

@@ -25,7 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from monitor.contract.state import BrokerView, PartitionView, ReplicaRow
-from monitor.contract.store import FINDINGS, SNAPSHOT_FILE, STATE
+from monitor.contract.store import (
+    FINDINGS,
+    FINDINGS_IN_ORDER,
+    FINDINGS_NEWEST_FIRST,
+    SNAPSHOT_FILE,
+    STATE,
+)
 from monitor.model import Finding, Severity, TopicConfig
 from monitor.query.questions import Status
 from monitor.query.sources import Freshness, Sample, SourceError, sample_of
@@ -271,10 +277,10 @@ class StoreReader:
     def broker_conditions(self) -> list[dict[str, Any]]:
         """Each broker's last broker-level ``stale_telemetry`` finding (open = silent)."""
         rows = self.query(
-            'SELECT cluster, broker, arg_max(state, "at") AS state, max("at") AS "at", '
-            "arg_max(details, \"at\") AS details FROM findings WHERE kind = 'stale_telemetry' "
-            "AND topic IS NULL AND partition IS NULL AND broker IS NOT NULL "
-            "GROUP BY cluster, broker ORDER BY cluster, broker"
+            'SELECT cluster, broker, state, "at", details FROM findings '
+            "WHERE kind = 'stale_telemetry' AND topic IS NULL AND partition IS NULL "
+            "AND broker IS NOT NULL QUALIFY row_number() OVER (PARTITION BY cluster, broker "
+            f"ORDER BY {FINDINGS_NEWEST_FIRST}) = 1 ORDER BY cluster, broker"
         )
         for r in rows:
             r["details"] = json.loads(r["details"]) if r["details"] else {}
@@ -301,7 +307,7 @@ class StoreReader:
         """Findings of a partition (``Finding.to_dict`` shape, details parsed), oldest first."""
         rows = self.query(
             "SELECT * FROM findings WHERE topic IS NOT DISTINCT FROM ? "
-            'AND partition IS NOT DISTINCT FROM ? AND "at" >= ? ORDER BY "at", id',
+            f'AND partition IS NOT DISTINCT FROM ? AND "at" >= ? ORDER BY {FINDINGS_IN_ORDER}',
             [topic, partition, int(since_ms)],
         )
         for r in rows:
@@ -312,7 +318,7 @@ class StoreReader:
         """One-off findings (state ``event``) at or after ``since_ms``, oldest first."""
         rows = self.query(
             "SELECT * FROM findings WHERE state = 'event' AND \"at\" >= ? "
-            'AND (?::VARCHAR IS NULL OR kind = ?) ORDER BY "at", id',
+            f"AND (?::VARCHAR IS NULL OR kind = ?) ORDER BY {FINDINGS_IN_ORDER}",
             [int(since_ms), kind, kind],
         )
         for r in rows:
@@ -321,13 +327,13 @@ class StoreReader:
 
     def all_findings(self) -> list[Finding]:
         """Every finding in the store, oldest first (what the exporter is seeded with)."""
-        rows = self.query('SELECT * FROM findings ORDER BY "at", id')
+        rows = self.query(f"SELECT * FROM findings ORDER BY {FINDINGS_IN_ORDER}")
         return [Finding.from_dict(r) for r in rows]
 
     def all_findings_detected(self) -> list[tuple[Finding, int | None]]:
         """Every finding with when the job detected it (``detected_at``, ms; None for rows
         written before the store kept it), oldest first (the exporter's seed)."""
-        rows = self.query('SELECT * FROM findings ORDER BY "at", id')
+        rows = self.query(f"SELECT * FROM findings ORDER BY {FINDINGS_IN_ORDER}")
         return [(Finding.from_dict(r), r.get("detected_at")) for r in rows]
 
     def last_findings_batch(self) -> int:

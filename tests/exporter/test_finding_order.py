@@ -1,0 +1,73 @@
+"""A condition opened and resolved at the same instant reads back resolved.
+
+Found by the short soak in CI (2026-11-29): broker 2 paused, the collector's round stalled
+23 s on the Admin API, and the job's tick opened ``stale_telemetry`` for every broker at
+its clock; the round's samples then arrived, stamped before that clock, and resolved it --
+at the open's instant (``Emitter.condition`` never stamps a resolve before its open). The
+findings topic had the open, then the resolve. But the store was read back ordered by
+``at`` and then id, and for broker 1 the resolve's id sorts first: the job, restarted a
+few seconds later, seeded its exporter with the condition open, and the alert fired for 15
+minutes. The findings below are that pair, byte for byte (their ids are the soak's).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from monitor.contract.store import finding_order, finding_store_row
+from monitor.exporter.driver import JobExporter
+from monitor.model import Finding, FindingKind, FindingState, Severity
+from monitor.query.store import StoreReader
+from streaming.store import compact_findings, write_findings_locally
+from streaming.storefs import Location
+
+AT = 1_795_915_732_340
+SEEN = 1_795_915_706_963
+
+
+def _stale(state: FindingState, details: dict[str, object]) -> Finding:
+    return Finding(
+        FindingKind.STALE_TELEMETRY, state, Severity.WARNING, "lab", None, None, AT, AT, 1,
+        details,
+    )  # fmt: skip
+
+
+OPEN = _stale(FindingState.OPEN, {"alive": True, "last_seen_at": SEEN, "silent_for_ms": 25377})
+RESOLVED = _stale(
+    FindingState.RESOLVED,
+    {"alive": True, "last_seen_at": SEEN, "silent_for_ms": 28042, "open_for_ms": 0},
+)
+
+
+def _store(tmp_path: Path) -> Path:
+    store = tmp_path / "store"
+    write_findings_locally(store, 10, [finding_store_row(OPEN.to_dict(), AT + 600)])
+    write_findings_locally(store, 11, [finding_store_row(RESOLVED.to_dict(), AT + 6000)])
+    return store
+
+
+def test_the_pair_is_the_soaks_and_its_ids_sort_the_wrong_way() -> None:
+    assert (OPEN.id, RESOLVED.id) == ("c79ea47377e5fc1f587b", "17977be65b0be96a8083")
+    assert RESOLVED.id < OPEN.id  # what ordering by (at, id) got wrong
+    assert sorted([RESOLVED, OPEN], key=finding_order) == [OPEN, RESOLVED]
+
+
+@pytest.mark.parametrize("compacted", [False, True])
+def test_the_store_reads_the_condition_resolved(tmp_path: Path, compacted: bool) -> None:
+    store = _store(tmp_path)
+    if compacted:  # the folded file is written in the same order
+        assert compact_findings(Location.of(str(store)), 11, horizon_ms=0) == 2
+        assert len(list((store / "findings").glob("batch_id=*"))) == 1
+    reader = StoreReader(store)
+    assert [f.state for f in reader.all_findings()] == [FindingState.OPEN, FindingState.RESOLVED]
+    assert [r["state"] for r in reader.broker_conditions()] == ["resolved"]
+
+
+def test_a_restarted_exporter_seeded_from_the_store_shows_no_open_condition(
+    tmp_path: Path,
+) -> None:
+    exporter = JobExporter(str(_store(tmp_path)), port=0)
+    exporter.seed()
+    assert exporter.snapshot.brokers[("lab", 1)].open == ()
