@@ -22,9 +22,11 @@ with a message saying so.
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
+from kafka.net.compat import KafkaNetClient
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 Protocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
@@ -101,8 +103,12 @@ class KafkaConnection(BaseModel):
     ssl_keystore_type: StoreType = "PKCS12"
     ssl_keystore_password: SecretStr | None = None
     ssl_keystore_password_file: Path | None = None
-    #: kafka-python's request timeout, and how long starting its clients waits for a first
-    #: broker connection (TLS and SASL included): wrong credentials fail after this long.
+    #: kafka-python's request timeout, and how long a new connection to a broker may take to
+    #: set up (TCP, TLS, SASL and the version handshake: kafka-python's own default, 10 s
+    #: doubling to 30 s, let one hung broker stall a collector round 23 s -- every broker
+    #: looked silent; found by the CI short soak with a paused broker);
+    #: ``bootstrap_timeout_ms``: how long starting its clients waits for a first broker
+    #: connection: wrong credentials fail after this long.
     request_timeout_ms: int = Field(5_000, ge=500)
     bootstrap_timeout_ms: int = Field(30_000, ge=500)
 
@@ -175,6 +181,13 @@ class KafkaConnection(BaseModel):
             "security_protocol": self.security_protocol,
             "request_timeout_ms": self.request_timeout_ms,
             "bootstrap_timeout_ms": self.bootstrap_timeout_ms,
+            # The connection setup timeout is a setting of the network client only: its
+            # documented hook, a callable building that client.
+            "kafka_client": partial(
+                KafkaNetClient,
+                socket_connection_setup_timeout_ms=self.request_timeout_ms,
+                socket_connection_setup_timeout_max_ms=self.request_timeout_ms,
+            ),
         }
         sasl = self.security_protocol.startswith("SASL_")
         optional = {
