@@ -452,8 +452,22 @@ def main(argv: list[str] | None = None) -> int:
         help="kafka, ceiling: produce the input with kafka-python (~5k records/s) or with "
         "Spark's Kafka sink (for millions of records); untimed either way",
     )
+    ap.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Spark setting for this run, over the job's (repeatable): experiments such as "
+        "spark.sql.codegen.wholeStage=true, or a Flight Recording in extraJavaOptions",
+    )
     ap.add_argument("--keep", action="store_true", help="keep the work folder")
     args = ap.parse_args(argv)
+    extra_conf: dict[str, str] = {}
+    for item in args.conf:
+        key, eq, value = item.partition("=")
+        if not eq or not key:
+            ap.error(f"--conf {item!r}: give KEY=VALUE")
+        extra_conf[key] = value
     if args.executor_cores and not 0 < args.executor_cores <= args.standalone_cores:
         ap.error(
             f"--executor-cores {args.executor_cores}: needs --standalone-cores of at least "
@@ -509,6 +523,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     if args.driver_memory:
         conf["spark.driver.memory"] = args.driver_memory
+    conf.update(extra_conf)
     try:
         spark = build_session(
             master=args.master, shuffle_partitions=args.shuffle_partitions, jars=jars, conf=conf
