@@ -17,6 +17,12 @@ events and as round records (the ``partition`` event carrying its three replicas
     python -m bench.validation_bench --records 300000
     python -m bench.validation_bench --records 300000 --fallback-share 0.1
     python -m bench.validation_bench --records 300000 --rounds
+    python -m bench.validation_bench --records 100000 --diagnosis
+
+``--diagnosis`` compares the diagnosis of records neither fast path accepts compiled (as
+before) and interpreted (``streaming.schema.interpreted_sql``, the job's), side by side in one
+run: round records over 12 tasks (per-task code generation shows) and over 2, and records
+that are all invalid (what the interpreted diagnosis costs them).
 """
 
 from __future__ import annotations
@@ -105,6 +111,35 @@ def _compare_rounds(
         df.unpersist()
 
 
+def _compare_diagnosis(spark: Any, rounds: list[bytes], repeat: int, pid: int) -> None:
+    """``validate`` with the diagnosis compiled and interpreted, JVM CPU per record."""
+    from pyspark.sql import functions as F
+
+    from streaming import schema
+
+    # Valid JSON, leader_epoch a string: refused by both fast paths, diagnosed.
+    invalid = [r.replace(b'"leader_epoch":', b'"leader_epoch":"x","_":', 1) for r in rounds]
+    print("  the diagnosis compiled vs interpreted (us/record, JVM CPU):")
+    for label, records, tasks in (
+        ("round records, 12 tasks", rounds, 12),
+        ("round records, 2 tasks", rounds, 2),
+        ("invalid records, 2 tasks", invalid[: len(invalid) // 4], 2),
+    ):
+        df = spark.createDataFrame([(r,) for r in records], "value binary").repartition(tasks)
+        df = df.persist()
+        m = df.count()
+        cpu = {}
+        for name, compiled in (("compiled", True), ("interpreted", False)):
+            out = schema.validate(df, compiled_diagnosis=compiled)
+            h = out.select(F.xxhash64(*[F.col(c) for c in out.columns]).alias("h"))
+            cpu[name] = _timed(h, repeat, pid)[1] / m * 1e6
+        print(
+            f"    {label:26s} compiled {cpu['compiled']:6.1f}, interpreted "
+            f"{cpu['interpreted']:6.1f} (ratio {cpu['interpreted'] / cpu['compiled']:.2f})"
+        )
+        df.unpersist()
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.validation_bench", description=__doc__)
     ap.add_argument("--records", type=int, default=300_000)
@@ -121,6 +156,11 @@ def main(argv: list[str] | None = None) -> int:
         "--rounds",
         action="store_true",
         help="also: plain partition events vs round records (3 samples), side by side",
+    )
+    ap.add_argument(
+        "--diagnosis",
+        action="store_true",
+        help="also: the diagnosis compiled vs interpreted, side by side",
     )
     args = ap.parse_args(argv)
 
@@ -207,6 +247,9 @@ def main(argv: list[str] | None = None) -> int:
         # then its partition event)
         more = list(generate(max(100, args.records // 2 + 1), 2, fault_rate=0.001, seed=1))
         _compare_rounds(spark, more, args.records, args.repeat, pid)
+    if args.diagnosis:
+        more = list(generate(max(100, args.records // 2 + 1), 2, fault_rate=0.001, seed=1))
+        _compare_diagnosis(spark, _plain_and_rounds(more, args.records)[1], args.repeat, pid)
     spark.stop()
     return 0
 

@@ -1041,7 +1041,24 @@ def parsed_struct(raw: str = "value") -> Column:
     return F.expr(f"from_json({_text_sql(raw)}, '{RAW_STRUCT}', {_FROM_JSON_OPTIONS})")
 
 
-def validate(df: Any, raw: str = "value") -> Any:
+def interpreted_sql(sql: str) -> str:
+    """SQL: ``sql``, evaluated by Spark's interpreter instead of generated code.
+
+    A projection without whole-stage code generation (the job's: see ``streaming.session``)
+    generates its Java source again in every task -- before the compiled-class cache is
+    even asked -- and the generation walks every expression, evaluated or not. The
+    diagnosis of :func:`validate` is most of the job's SQL (~60k characters) and runs only
+    for the rare record neither fast path accepts: generating it cost ~70 ms of CPU per
+    task, every micro-batch (a Flight Recording of ``bench.spark_bench``: a quarter of the
+    tasks' CPU at 100k partitions). ``zip_with`` is one of Spark's interpreted expressions
+    (``CodegenFallback``): the code generator neither walks its arguments nor hoists their
+    subexpressions, and evaluates them only when the row gets there. The price is paid by
+    the records it diagnoses: ~1.35x the compiled cost (``bench.validation_bench --invalid``).
+    """
+    return f"element_at(zip_with(array({sql}), array(1), (a, b) -> a), 1)"
+
+
+def validate(df: Any, raw: str = "value", compiled_diagnosis: bool = False) -> Any:
     """Add ``reason`` (null when valid) and the typed event columns to a DataFrame of records.
 
     Rows keep every input column. Valid rows have every :data:`EVENT_STRUCT` column filled;
@@ -1051,8 +1068,11 @@ def validate(df: Any, raw: str = "value") -> Any:
     valid record from a typed ``from_json``; the VARIANT parse runs only for the records it
     does not accept, where a cheap conjunction accepts the valid ones; only a record both
     refuse gets the full, pydantic-worded diagnosis — which may still find it valid
-    (pydantic's rarer spellings, such as ``"schema_version": 1.0``).
+    (pydantic's rarer spellings, such as ``"schema_version": 1.0``). The diagnosis is
+    interpreted (:func:`interpreted_sql`), unless ``compiled_diagnosis`` (the benchmark's
+    comparison: the same verdicts and reasons either way).
     """
+    wrap = (lambda sql: sql) if compiled_diagnosis else interpreted_sql
     check_spark_conf(df.sparkSession)
     fields = [n for n in ALL_FIELDS if n != "kind"]
     typed_p = df.select("*", typed_struct(raw).alias("p"))
@@ -1080,10 +1100,10 @@ def validate(df: Any, raw: str = "value") -> Any:
         )
         + ")"
     )
-    errs = typed.select("*", F.expr(f"CASE WHEN {ok} THEN NULL ELSE {errors} END").alias(_E))
+    errs = typed.select("*", F.expr(f"CASE WHEN {ok} THEN NULL ELSE {wrap(errors)} END").alias(_E))
     reason = F.expr(
         f"CASE WHEN `{_E}` IS NULL THEN NULL "
-        f"ELSE coalesce({precheck_sql(raw)}, {field_errors_sql()}) END"
+        f"ELSE {wrap(f'coalesce({precheck_sql(raw)}, {field_errors_sql()})')} END"
     )
     return errs.select(*[F.col(c) for c in df.columns], reason.alias("reason"), *typed_columns())
 
