@@ -341,3 +341,40 @@ def test_the_collectors_metrics_say_its_version() -> None:
     text = generate_latest(_Health().registry).decode()
     version = metadata.version("kafka-replication-monitor")
     assert f'kafka_replication_collector_build_info{{version="{version}"}} 1.0' in text
+
+
+def test_a_round_asks_an_unanswering_controller_for_moves_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The running moves are read before and after the metadata; when the first read fails
+    (a paused controller: it timed out), the second is not made -- it would wait as long
+    again, and in the CI short soak the round outlasted the model's stale_after_ms. The
+    failure is said once; the round's events carry no moves (unknown: the model keeps what
+    it knew)."""
+    from monitor.collector import collector as mod
+    from monitor.collector.admin import Reads
+    from monitor.contract.events import PartitionEvent
+
+    asked: list[int] = []
+
+    def unanswered(admin: object, reads: Reads) -> None:
+        asked.append(1)
+        reads.errors.append(("reassignments", "RequestTimedOutError('timed out')"))
+
+    def metadata(admin: object, exclude: object, internal: bool, reads: Reads) -> bool:
+        reads.partitions.append(PartitionMetadata("orders", 0, 1, 4, (1, 2), (1, 2), (), ()))
+        reads.listed = {"orders"}
+        return True
+
+    c = offline_collector(monkeypatch, PAGE, read_metadata=metadata)
+    monkeypatch.setattr(mod, "read_reassignments", unanswered)
+    try:
+        res = c.round()
+    finally:
+        c._pool.shutdown()
+    assert len(asked) == 1
+    assert [e for e in res.errors if e[0] == "reassignments"] == [
+        ("reassignments", "RequestTimedOutError('timed out')")
+    ]
+    (part,) = [e for e in res.events if isinstance(e, PartitionEvent)]
+    assert part.adding_replicas is None and part.removing_replicas is None
