@@ -26,7 +26,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
-from kafka.net.compat import KafkaNetClient
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 Protocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
@@ -176,6 +175,10 @@ class KafkaConnection(BaseModel):
                 f"{', '.join(self.java_only())}: kafka-python reads PEM files only -- give "
                 "ssl_cafile / ssl_certfile (and ssl_keyfile) instead"
             )
+        # kafka-python only where its clients are made (the collector): the Spark job reads
+        # these settings too, for its Java client.
+        from kafka.net.compat import KafkaNetClient
+
         kw: dict[str, object] = {
             "bootstrap_servers": self.bootstrap_servers.split(","),
             "security_protocol": self.security_protocol,
