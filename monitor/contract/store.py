@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from monitor.contract.state import STATE_DDL
-from monitor.model import Finding
+from monitor.model import STATE_ORDER
 
 STATE = "state"
 FINDINGS = "findings"
@@ -61,29 +61,19 @@ FINDING_COLUMNS: tuple[tuple[str, str], ...] = (
 )
 FINDING_DDL = ", ".join(f"{name} {kind}" for name, kind in FINDING_COLUMNS)
 
-#: The order findings are read back in (SQL ``ORDER BY``; :func:`finding_order` in Python):
-#: their event time, and at one instant the resolve of an earlier open first, then an open,
-#: then the resolve of that very open. A tick may open a condition at a clock past samples
-#: still in flight; their resolve is stamped at the open's instant
-#: (``monitor.model._emit.Emitter.condition``), so an open and its resolve can share ``at``
-#: -- ordered by id alone, half of those pairs read back open (found by the short soak in
-#: CI: a restarted job's exporter, seeded from the store, kept a resolved ``stale_telemetry``
-#: open and its alert fired for 15 minutes). The id last, for a total order.
+#: The order findings are read back in, as SQL (``ORDER BY``): the model's
+#: :func:`~monitor.model.finding_order`, term for term.
 _ORDER_TERMS = (
     '"at"',
     "opened_at",
-    "CASE state WHEN 'open' THEN 0 WHEN 'event' THEN 1 ELSE 2 END",
+    "CASE state "
+    + " ".join(f"WHEN '{state}' THEN {rank}" for state, rank in STATE_ORDER.items())
+    + " END",
     "id",
 )
 FINDINGS_IN_ORDER = ", ".join(_ORDER_TERMS)
 #: The reverse: the last finding first (a subject's current condition).
 FINDINGS_NEWEST_FIRST = ", ".join(f"{term} DESC" for term in _ORDER_TERMS)
-_STATE_RANK = {"open": 0, "event": 1, "resolved": 2}
-
-
-def finding_order(f: Finding) -> tuple[int, int, int, str]:
-    """The sort key of :data:`FINDINGS_IN_ORDER` for a :class:`~monitor.model.Finding`."""
-    return (f.at, f.opened_at, _STATE_RANK[str(f.state)], f.id)
 
 
 def finding_store_row(d: Mapping[str, Any], detected_at: int | None) -> tuple[Any, ...]:
@@ -114,6 +104,5 @@ __all__ = [
     "STATE",
     "STATE_DDL",
     "STORE_PAIR",
-    "finding_order",
     "finding_store_row",
 ]

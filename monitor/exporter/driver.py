@@ -33,11 +33,11 @@ from typing import Any, Protocol
 from urllib.parse import unquote, urlparse
 
 from monitor.contract.state import BrokerView, OpenFinding, PartitionView
-from monitor.contract.store import STORE_PAIR, finding_order
+from monitor.contract.store import STORE_PAIR
 from monitor.exporter.collector import DEFAULT_MAX_PARTITIONS, PerPartition
 from monitor.exporter.server import MetricsServer
 from monitor.exporter.snapshot import Snapshot
-from monitor.model import Finding, FindingKind, FindingState
+from monitor.model import Finding, FindingKind, FindingState, finding_order
 from monitor.query.store import StoreError, StoreReader
 
 log = logging.getLogger("monitor.exporter")

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from monitor.contract.store import finding_order, finding_store_row
+from monitor.contract.store import finding_store_row
 from monitor.exporter.driver import JobExporter
-from monitor.model import Finding, FindingKind, FindingState, Severity
+from monitor.model import Finding, FindingKind, FindingState, Severity, finding_order
 from monitor.query.store import StoreReader
 from streaming.store import compact_findings, write_findings_locally
 from streaming.storefs import Location
