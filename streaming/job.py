@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from monitor.contract.state import STATE_DDL
-from monitor.contract.store import FINDING_DDL, finding_store_row
+from monitor.contract.store import FINDING_DDL, finding_store_rows
 from monitor.model import stamps
 from streaming import schema
 from streaming.config import StreamingConfig
@@ -608,7 +608,7 @@ class Sinks:
                 f"{self.store}/state/batch_id={batch_id}"
             )
         if findings:
-            rows = [finding_store_row(f, detected_at) for f in findings]
+            rows = finding_store_rows(findings, batch_id, detected_at)
             if is_local(self.store):
                 write_findings_locally(Path(self.store), batch_id, rows)
             else:

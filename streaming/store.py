@@ -309,10 +309,11 @@ def compact_findings(loc: Location, upto_batch: int, horizon_ms: int) -> int:
     rows = _read_batches(loc, FINDINGS, batches)
     if rows is None:
         return -1
-    if "detected_at" not in rows.column_names:
-        import pyarrow as pa
+    for name in ("detected_at", "seq"):  # rows written before the column existed
+        if name not in rows.column_names:
+            import pyarrow as pa
 
-        rows = rows.append_column("detected_at", pa.nulls(rows.num_rows, pa.int64()))
+            rows = rows.append_column(name, pa.nulls(rows.num_rows, pa.int64()))
     con = duckdb.connect()
     con.register("f_", rows)
     condition = "cluster, topic, partition, broker, kind, opened_at"

@@ -17,7 +17,7 @@ rows are its history, for ``explain``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from monitor.contract.state import STATE_DDL
@@ -44,7 +44,9 @@ NEWEST_FIRST = "batch_id DESC, coalesce(row_seq, -1) DESC, updated_at DESC"
 #: ``details`` as JSON text, then ``detected_at``: when the job detected the finding (wall
 #: clock of the driver writing the batch, ms since the epoch). ``at`` is the event's own time,
 #: which may be long before (a job outage, a backlog); the one-off alerts page on
-#: ``detected_at``. Rows written before the column existed read it as NULL.
+#: ``detected_at``. Then ``seq``: the finding's place in the job's output
+#: (:func:`finding_seq`), which is the order the model emitted it in. Rows written before a
+#: column existed read it as NULL.
 FINDING_COLUMNS: tuple[tuple[str, str], ...] = (
     ("id", "string"),
     ("kind", "string"),
@@ -58,12 +60,35 @@ FINDING_COLUMNS: tuple[tuple[str, str], ...] = (
     ("opened_at", "long"),
     ("details", "string"),
     ("detected_at", "long"),
+    ("seq", "long"),
 )
 FINDING_DDL = ", ".join(f"{name} {kind}" for name, kind in FINDING_COLUMNS)
 
-#: The order findings are read back in, as SQL (``ORDER BY``): the model's
-#: :func:`~monitor.model.finding_order`, term for term.
-_ORDER_TERMS = (
+#: A batch's findings, at most (:func:`finding_seq`).
+_SEQ_BATCH = 1 << 32
+
+
+def finding_seq(batch_id: int, position: int) -> int:
+    """The ``seq`` of the finding at ``position`` in batch ``batch_id``'s output: grows with
+    the batch, then with the place in it -- the order the model emitted the findings in
+    (a condition's findings come from one bucket, in its order). It outlives the batch
+    folder (compaction folds many into one).
+
+    >>> finding_seq(0, 5) < finding_seq(1, 0) < finding_seq(1, 1)
+    True
+    """
+    if not 0 <= position < _SEQ_BATCH:
+        raise ValueError(f"finding position {position} outside 0..{_SEQ_BATCH - 1}")
+    return batch_id * _SEQ_BATCH + position
+
+
+#: The order findings are read back in, as SQL (``ORDER BY``): their ``seq`` -- the order
+#: the job emitted them in, exact -- and for rows written before it (NULL: first, they are
+#: older), the model's :func:`~monitor.model.finding_order` on their stamps, term for term.
+#: The stamps alone cannot always give the order back: a tick's clock can go back (a
+#: backlog's batch ticks at its newest event plus the catch-up slack), and a condition can
+#: then open again at an instant before an earlier open and resolve.
+_STAMP_TERMS = (
     '"at"',
     "opened_at",
     "CASE state "
@@ -71,25 +96,39 @@ _ORDER_TERMS = (
     + " END",
     "id",
 )
-FINDINGS_IN_ORDER = ", ".join(_ORDER_TERMS)
+FINDINGS_IN_ORDER = ", ".join(("seq NULLS FIRST", *_STAMP_TERMS))
 #: The reverse: the last finding first (a subject's current condition).
-FINDINGS_NEWEST_FIRST = ", ".join(f"{term} DESC" for term in _ORDER_TERMS)
+FINDINGS_NEWEST_FIRST = ", ".join(
+    ("seq DESC NULLS LAST", *(f"{term} DESC" for term in _STAMP_TERMS))
+)
 
 
-def finding_store_row(d: Mapping[str, Any], detected_at: int | None) -> tuple[Any, ...]:
+def finding_store_row(
+    d: Mapping[str, Any], detected_at: int | None, seq: int | None = None
+) -> tuple[Any, ...]:
     """A finding dict (:meth:`~monitor.model.Finding.to_dict`) as a findings-table row,
-    detected at ``detected_at`` (ms since the epoch, wall clock).
+    detected at ``detected_at`` (ms since the epoch, wall clock), at ``seq`` in the job's
+    output (:func:`finding_seq`; None: not known).
 
     >>> finding_store_row({"id": "x", "kind": "offline", "state": "open", "severity": "critical",
     ...              "cluster": "c", "topic": "t", "partition": 0, "broker": None,
-    ...              "at": 5, "opened_at": 5, "details": {"epoch": 3}}, 9)[-2:]
-    ('{"epoch":3}', 9)
+    ...              "at": 5, "opened_at": 5, "details": {"epoch": 3}}, 9, 7)[-3:]
+    ('{"epoch":3}', 9, 7)
     """
     import json
 
-    values = [d[name] for name, _ in FINDING_COLUMNS[:-1]]
+    values = [d[name] for name, _ in FINDING_COLUMNS[:-2]]
     values[-1] = json.dumps(d["details"], separators=(",", ":"))  # details: last of the dict
-    return (*values, detected_at)
+    return (*values, detected_at, seq)
+
+
+def finding_store_rows(
+    findings: Sequence[Mapping[str, Any]], batch_id: int, detected_at: int | None
+) -> list[tuple[Any, ...]]:
+    """Batch ``batch_id``'s findings, in the order the job emitted them, as table rows."""
+    return [
+        finding_store_row(d, detected_at, finding_seq(batch_id, i)) for i, d in enumerate(findings)
+    ]
 
 
 __all__ = [
@@ -104,5 +143,7 @@ __all__ = [
     "STATE",
     "STATE_DDL",
     "STORE_PAIR",
+    "finding_seq",
     "finding_store_row",
+    "finding_store_rows",
 ]

@@ -37,7 +37,7 @@ from monitor.contract.store import STORE_PAIR
 from monitor.exporter.collector import DEFAULT_MAX_PARTITIONS, PerPartition
 from monitor.exporter.server import MetricsServer
 from monitor.exporter.snapshot import Snapshot
-from monitor.model import Finding, FindingKind, FindingState, finding_order
+from monitor.model import Finding, FindingKind, FindingState
 from monitor.query.store import StoreError, StoreReader
 
 log = logging.getLogger("monitor.exporter")
@@ -244,8 +244,7 @@ class JobExporter:
         now_ms = snap.now_ms()
         snap.seed_findings(found, upto, now_ms, store_has_state=bool(views))
         self._history_before(_paired_since(root))
-        conditions = sorted((f for f, _ in found), key=finding_order)
-        apply_global_conditions(snap, conditions)
+        apply_global_conditions(snap, [f for f, _ in found])  # in the store's order
         with snap.lock:
             for v in views:
                 snap.health.saw(v.cluster, v.updated_at, now_ms)

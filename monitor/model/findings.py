@@ -261,6 +261,8 @@ def finding_order(f: Finding) -> tuple[int, int, int, str]:
     its store, kept a resolved ``stale_telemetry`` open). The id last, for a total order.
     ``tests/model/test_finding_order.py`` checks the key against the model's own emission
     order on every scenario and on random streams -- with a tick clock that never goes
-    back; the job's catch-up clamp can take it back, and then no key on the stamps can.
+    back; the job's catch-up clamp can take it back, and then no key on the stamps can: the
+    store orders by the job's own output order first (``seq``,
+    :func:`monitor.contract.store.finding_seq`), and by this key only rows stored before it.
     """
     return (f.at, f.opened_at, STATE_ORDER[f.state], f.id)

@@ -127,11 +127,13 @@ class StoreReader:
             self.con.execute(f"CREATE VIEW rows AS SELECT * FROM ({src}){where}")
             self.con.execute(_CURRENT)
         if has_findings:
+            # Stores written before ``detected_at`` or ``seq`` existed lack them: NULL there.
             self.con.execute(
                 "CREATE VIEW findings AS SELECT * EXCLUDE (rn, batch_id) FROM ("
-                "SELECT *, row_number() OVER (PARTITION BY id ORDER BY batch_id) AS rn "
-                f"FROM read_parquet('{self.root}/{FINDINGS}/batch_id=*/*.parquet', "
-                f"hive_partitioning = true, union_by_name = true)) "
+                "SELECT *, row_number() OVER (PARTITION BY id ORDER BY batch_id) AS rn FROM ("
+                f"SELECT * FROM read_parquet('{self.root}/{FINDINGS}/batch_id=*/*.parquet', "
+                "hive_partitioning = true, union_by_name = true) UNION ALL BY NAME "
+                "SELECT NULL::BIGINT AS detected_at, NULL::BIGINT AS seq WHERE FALSE)) "
                 f"WHERE rn = 1{where.replace(' WHERE', ' AND')}"
             )
         else:
@@ -140,7 +142,7 @@ class StoreReader:
                 "NULL::VARCHAR AS state, NULL::VARCHAR AS severity, NULL::VARCHAR AS cluster, "
                 "NULL::VARCHAR AS topic, NULL::INTEGER AS partition, NULL::INTEGER AS broker, "
                 "NULL::BIGINT AS at, NULL::BIGINT AS opened_at, NULL::VARCHAR AS details, "
-                "NULL::BIGINT AS detected_at "
+                "NULL::BIGINT AS detected_at, NULL::BIGINT AS seq "
                 "WHERE FALSE"
             )
 

@@ -88,7 +88,7 @@ def test_the_spark_schema_is_the_views_fields() -> None:
 
 def test_the_findings_table_is_the_findings_dict_form() -> None:
     f = Finding(FindingKind.OFFLINE, FindingState.OPEN, Severity.CRITICAL, "c", "t", 0, 5, 5)
-    assert [name for name, _ in FINDING_COLUMNS] == [*f.to_dict(), "detected_at"]
+    assert [name for name, _ in FINDING_COLUMNS] == [*f.to_dict(), "detected_at", "seq"]
     assert Finding.from_dict(f.to_dict()) == f
 
 

@@ -16,9 +16,19 @@ from pathlib import Path
 
 import pytest
 
-from monitor.contract.store import finding_store_row
+from monitor.contract.events import to_model, validate_event
+from monitor.contract.store import finding_store_row, finding_store_rows
+from monitor.dev.testing import T0, Timeline
 from monitor.exporter.driver import JobExporter
-from monitor.model import Finding, FindingKind, FindingState, Severity, finding_order
+from monitor.model import (
+    ClusterModel,
+    Finding,
+    FindingKind,
+    FindingState,
+    ModelConfig,
+    Severity,
+    finding_order,
+)
 from monitor.query.store import StoreReader
 from streaming.store import compact_findings, write_findings_locally
 from streaming.storefs import Location
@@ -71,3 +81,50 @@ def test_a_restarted_exporter_seeded_from_the_store_shows_no_open_condition(
     exporter = JobExporter(str(_store(tmp_path)), port=0)
     exporter.seed()
     assert exporter.snapshot.brokers[("lab", 1)].open == ()
+
+
+def _clock_goes_back() -> list[list[Finding]]:
+    """Broker 1's ``stale_telemetry`` over three batches whose tick clock goes back: a tick
+    at +100 s opens it (silent since +0); the next batch brings a sample of +50 s, which
+    resolves it (at +100 s: never before the open); that batch, a backlog's, ticks at its
+    newest event plus the catch-up slack, +90 s -- silent for 40 s, open again, at an
+    instant before the first open. Emitted: open, resolved, open."""
+    tl = Timeline()
+    model = ClusterModel(ModelConfig(stale_after_ms=30_000))
+    tl.broker(1)
+    first = [f for e in tl.events for f in model.apply(to_model(validate_event(e)))]
+    first += model.tick(T0 + 100_000)
+    tl.advance(50_000)
+    second = model.apply(to_model(validate_event(tl.broker(1))))
+    third = model.tick(T0 + 90_000)
+    return [first, second, third]
+
+
+@pytest.mark.parametrize("compacted", [False, True])
+def test_a_clock_that_goes_back_reads_back_in_the_jobs_order(
+    tmp_path: Path, compacted: bool
+) -> None:
+    """The stamps put the reopen (+90 s) before the open and resolve (+100 s): read back by
+    them, the condition looked resolved, and a restarted exporter had it closed while the
+    broker was silent. The rows' ``seq`` (the job's output order) gives it back."""
+    batches = _clock_goes_back()
+    emitted = [f for b in batches for f in b]
+    assert [(f.state, f.at - T0) for f in emitted] == [
+        (FindingState.OPEN, 100_000),
+        (FindingState.RESOLVED, 100_000),
+        (FindingState.OPEN, 90_000),
+    ]
+    assert sorted(emitted, key=finding_order) != emitted  # the stamps alone cannot
+    store = tmp_path / "store"
+    for batch_id, fs in enumerate(batches, start=5):
+        write_findings_locally(
+            store, batch_id, finding_store_rows([f.to_dict() for f in fs], batch_id, T0)
+        )
+    if compacted:
+        assert compact_findings(Location.of(str(store)), 7, horizon_ms=0) == 3
+    reader = StoreReader(store)
+    assert reader.all_findings() == emitted
+    assert [r["state"] for r in reader.broker_conditions()] == ["open"]
+    exporter = JobExporter(str(store), port=0)
+    exporter.seed()
+    assert [o.kind for o in exporter.snapshot.brokers[("lab", 1)].open] == ["stale_telemetry"]

@@ -15,6 +15,7 @@ import pytest
 
 from monitor.dev.processes.prom import free_port
 from monitor.exporter.driver import JobExporter
+from monitor.query.store import StoreReader
 from streaming.config import StreamingConfig
 from streaming.job import BatchOutput, parquet_source, start
 from tests.scenarios import SCENARIOS
@@ -65,12 +66,13 @@ def test_batches_feed_metrics_and_a_restarted_exporter_is_seeded(
     forever = 1e12  # the scenario's clock is in the past: keep its one-off findings
     live = JobExporter(cfg.store_location, port=free_port(), event_retention_s=forever)
     live.start()
+    emitted: list[str] = []  # the findings' ids, in the order the batches gave them
     try:
         job = start(
             spark,
             cfg,
             source=parquet_source(spark, str(tmp_path / "source")),
-            hooks=[live.hook],
+            hooks=[live.hook, lambda b: emitted.extend(d["id"] for d in b.findings)],
             write_kafka=False,
         )
         run_to_idle(job)
@@ -88,6 +90,8 @@ def test_batches_feed_metrics_and_a_restarted_exporter_is_seeded(
     accepted = _value(text, "kafka_replication_monitor_events_processed_total")
     dead = _value(text, "kafka_replication_monitor_events_dead_lettered_total")
     assert (accepted, dead) == (len(records) - 1, 1)
+    # The store gives the findings back in the job's order (their ``seq``), not the stamps'.
+    assert [f.id for f in StoreReader(cfg.store).all_findings()] == emitted
 
     # A new driver (after a restart), before any batch: the store alone.
     seeded = JobExporter(cfg.store_location, port=free_port(), event_retention_s=forever)

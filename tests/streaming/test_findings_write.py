@@ -17,8 +17,9 @@ from streaming.store import is_local, write_findings_locally
 
 ROWS = [
     ("f-1", "under_min_isr", "open", "critical", "c1", "orders", 0, None, 1_000, 1_000,
-     '{"isr":[1],"min_isr":2}', 1_700_000_000_000),
-    ("f-2", "stale_telemetry", "open", "warning", "c1", None, None, 3, 1_500, 1_500, "{}", None),
+     '{"isr":[1],"min_isr":2}', 1_700_000_000_000, 4 << 32),
+    ("f-2", "stale_telemetry", "open", "warning", "c1", None, None, 3, 1_500, 1_500, "{}", None,
+     None),
 ]  # fmt: skip
 
 
@@ -61,16 +62,17 @@ def test_only_folders_are_written_locally() -> None:
 
 
 def test_findings_written_before_detected_at_read_with_it_null(tmp_path: Path) -> None:
-    """A store written before the findings had ``detected_at`` (issue 20) reads on: its rows
-    say NULL (the exporter then falls back to the event's time, never to now)."""
+    """A store written before the findings had ``detected_at`` (issue 20) and ``seq`` reads
+    on: its rows say NULL (the exporter then falls back to the event's time, never to now;
+    the reader to the stamps' order)."""
     import pyarrow as pa
 
     old = pa.table(
-        {name: [v] for (name, _), v in zip(FINDING_COLUMNS[:-1], ROWS[1][:-1], strict=True)}
+        {name: [v] for (name, _), v in zip(FINDING_COLUMNS[:-2], ROWS[1][:-2], strict=True)}
     )
     folder = tmp_path / "findings" / "batch_id=3"
     folder.mkdir(parents=True)
     pq.write_table(old, folder / "part-00000.parquet")
     write_findings_locally(tmp_path, 4, ROWS[:1])
-    got = {f["id"]: f["detected_at"] for f in _findings(tmp_path)}
-    assert got == {"f-1": 1_700_000_000_000, "f-2": None}
+    got = {f["id"]: (f["detected_at"], f["seq"]) for f in _findings(tmp_path)}
+    assert got == {"f-1": (1_700_000_000_000, 4 << 32), "f-2": (None, None)}
