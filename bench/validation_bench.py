@@ -18,11 +18,16 @@ events and as round records (the ``partition`` event carrying its three replicas
     python -m bench.validation_bench --records 300000 --fallback-share 0.1
     python -m bench.validation_bench --records 300000 --rounds
     python -m bench.validation_bench --records 100000 --diagnosis
+    python -m bench.validation_bench --records 100000 --counts
 
 ``--diagnosis`` compares the diagnosis of records neither fast path accepts compiled (as
 before) and interpreted (``streaming.schema.interpreted_sql``, the job's), side by side in one
 run: round records over 12 tasks (per-task code generation shows) and over 2, and records
 that are all invalid (what the interpreted diagnosis costs them).
+
+``--counts`` prices the typed path's character counts on round records (its brace count and
+its nesting bound), side by side: as ``streaming.schema.count_sql`` counts them (``split``),
+and as they were counted before (``octet_length`` minus that of a ``replace``, per character).
 """
 
 from __future__ import annotations
@@ -111,6 +116,37 @@ def _compare_rounds(
         df.unpersist()
 
 
+def _compare_counts(spark: Any, rounds: list[bytes], repeat: int, pid: int) -> None:
+    """The typed path's counts on round records, ``split`` vs ``replace``: JVM CPU per record."""
+    from pyspark.sql import functions as F
+
+    from streaming.schema import count_sql
+
+    t = "cast(value AS STRING)"
+
+    def by_replace(char: str) -> str:  # the form before count_sql
+        return f"(octet_length({t}) - octet_length(replace({t}, '{char}', '')))"
+
+    forms = {
+        "the text alone (octet_length)": f"octet_length({t})",
+        "replace: '}', '[' and '{' (before)": " + ".join(by_replace(c) for c in "}[{"),
+        "split: '}' and '[' (count_sql)": f"{count_sql(t, '}')} + {count_sql(t, '[')}",
+    }
+    df = spark.createDataFrame([(r,) for r in rounds], "value binary").repartition(2).persist()
+    m = df.count()
+    print(f"  the typed path's counts on {m} round records (us/record, JVM CPU, best of {repeat}):")
+    cpu = {
+        name: _timed(df.select(F.xxhash64(F.expr(sql)).alias("h")), repeat, pid)[1] / m * 1e6
+        for name, sql in forms.items()
+    }
+    base = cpu["the text alone (octet_length)"]
+    for name, v in cpu.items():
+        print(f"    {name:38s} {v:5.2f} (+{v - base:.2f} over the text alone)")
+    old, new = (cpu[k] - base for k in list(forms)[1:])
+    print(f"    counting: split / replace = {new / old:.2f}")
+    df.unpersist()
+
+
 def _compare_diagnosis(spark: Any, rounds: list[bytes], repeat: int, pid: int) -> None:
     """``validate`` with the diagnosis compiled and interpreted, JVM CPU per record."""
     from pyspark.sql import functions as F
@@ -161,6 +197,11 @@ def main(argv: list[str] | None = None) -> int:
         "--diagnosis",
         action="store_true",
         help="also: the diagnosis compiled vs interpreted, side by side",
+    )
+    ap.add_argument(
+        "--counts",
+        action="store_true",
+        help="also: the typed path's character counts by split vs by replace, side by side",
     )
     args = ap.parse_args(argv)
 
@@ -250,6 +291,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.diagnosis:
         more = list(generate(max(100, args.records // 2 + 1), 2, fault_rate=0.001, seed=1))
         _compare_diagnosis(spark, _plain_and_rounds(more, args.records)[1], args.repeat, pid)
+    if args.counts:
+        more = list(generate(max(100, args.records // 2 + 1), 2, fault_rate=0.001, seed=1))
+        _compare_counts(spark, _plain_and_rounds(more, args.records)[1], args.repeat, pid)
     spark.stop()
     return 0
 

@@ -967,9 +967,28 @@ def _braces_sql(kind: str, text: str) -> str:
     in a string. For a kind without a list of models: exactly one ``}``.
     """
     items = "".join(
-        f" - coalesce(array_size(`p`.`{r.name}`), 0)" for r in RULES[kind] if r.is_model_list
+        f" + coalesce(array_size(`p`.`{r.name}`), 0)" for r in RULES[kind] if r.is_model_list
     )
-    return f"octet_length(replace({text}, '}}', '')) = octet_length({text}) - 1{items}"
+    return f"{count_sql(text, '}')} = 1{items}"
+
+
+def count_sql(text: str, char: str) -> str:
+    """SQL: how many times ``char`` (ASCII) occurs in ``text`` (valid UTF-8: its byte is never
+    part of another character).
+
+    By ``split``: Spark hands a one-character pattern that is no regex metacharacter (or a
+    backslash-escaped one) to Java's ``String.split``, which finds it with ``indexOf``
+    without compiling a pattern. ``replace`` (``octet_length`` before minus after) compares
+    the pattern at every byte, a call each: ~2x the CPU on a round record
+    (``bench.validation_bench --counts``).
+
+    >>> print(count_sql("t", "}"), count_sql("t", "["))
+    (size(split(t, '}', -1)) - 1) (size(split(t, '\\\\[', -1)) - 1)
+    """
+    if len(char) != 1 or not char.isascii():
+        raise ValueError(f"count_sql: one ASCII character, not {char!r}")
+    pattern = "\\\\" + char if char in ".$|()[{^?*+\\" else char
+    return f"(size(split({text}, '{pattern}', -1)) - 1)"
 
 
 def typed_ok_sql(raw: str = "value") -> str:
@@ -984,13 +1003,12 @@ def typed_ok_sql(raw: str = "value") -> str:
     ``instr`` and ``length`` walk the characters, and cost up to 2 us/record more.
     """
     text = f"cast({raw} AS STRING)"
-    # Bytes, not characters (valid UTF-8: '[' and '{' are never part of another character):
-    # length(translate(..)) walks the characters and cost 12 us/record more, paid by every
-    # record over 401 bytes -- every round record.
-    brackets = (
-        f"(2 * octet_length({text}) - octet_length(replace({text}, '[', '')) "
-        f"- octet_length(replace({text}, '{{', '')))"
-    )
+    # An upper bound of the nesting depth, paid by every record over 401 bytes -- every round
+    # record: the '[' and the '}' (not '{': an accepted record's '}' are exactly its
+    # objects' (the brace count, ANDed below), so at least as many as the objects' '{'
+    # outside strings). Counted in bytes (count_sql): length(translate(..)) walks the
+    # characters and cost 12 us/record more.
+    brackets = f"({count_sql(text, '[')} + {count_sql(text, '}')})"
     per_kind = " ".join(
         f"WHEN {_sql_str(k)} THEN "
         + " AND ".join([_braces_sql(k, text), *(_typed_field_ok_sql(r, text) for r in RULES[k])])
