@@ -67,6 +67,10 @@ REQUIRED_SPARK_CONF: dict[str, str] = {
     # true would make the typed reader read "" as null for int/boolean/array fields, with no
     # corrupt-record flag: "high_watermark": "" would pass the typed path as an absent field.
     "spark.sql.legacy.json.allowEmptyString.enabled": "false",
+    # The derived SQL writes backslash escapes in its string literals ('\\u', '\\['): true
+    # would pass them through as two characters -- the surrogate check would look for
+    # something else, silently, and count_sql's '[' pattern would not compile.
+    "spark.sql.parser.escapedStringLiterals": "false",
 }
 
 #: jiter's recursion limit: a value nested inside more than this many containers is rejected.
@@ -985,9 +989,9 @@ def count_sql(text: str, char: str) -> str:
     >>> print(count_sql("t", "}"), count_sql("t", "["))
     (size(split(t, '}', -1)) - 1) (size(split(t, '\\\\[', -1)) - 1)
     """
-    if len(char) != 1 or not char.isascii():
-        raise ValueError(f"count_sql: one ASCII character, not {char!r}")
-    pattern = "\\\\" + char if char in ".$|()[{^?*+\\" else char
+    if len(char) != 1 or not char.isascii() or char in "\\'":
+        raise ValueError(f"count_sql: one ASCII character but a backslash or quote, not {char!r}")
+    pattern = "\\\\" + char if char in ".$|()[{^?*+" else char
     return f"(size(split({text}, '{pattern}', -1)) - 1)"
 
 

@@ -26,6 +26,7 @@ from typing import Any
 
 from monitor.contract.store import (
     FINDING_COLUMNS,
+    FINDING_IDENTITY,
     FINDINGS,
     FINDINGS_IN_ORDER,
     NEWEST_FIRST,
@@ -291,12 +292,12 @@ def compact_remote(loc: Location, upto_batch: int) -> int:
 
 def compact_findings(loc: Location, upto_batch: int, horizon_ms: int) -> int:
     """Fold the findings batches ``<= upto_batch`` into one file in ``batch_id=<upto>``, each
-    finding once (its first write), without those detected before ``horizon_ms`` (ms) --
-    but keeping the ``open`` of every condition with no ``resolved`` yet. Return the rows
-    kept (-1: nothing to do).
+    finding once (its first write; :data:`FINDING_IDENTITY`), without those detected before
+    ``horizon_ms`` (ms) -- but keeping the ``open`` of every condition with no ``resolved``
+    after it. Return the rows kept (-1: nothing to do).
 
     Safe for a concurrent reader: the folded file appears first (the reader's view takes
-    each id once, its first batch's row), then the folded batches go.
+    each finding once, its first batch's row), then the folded batches go.
     """
     import duckdb
     import pyarrow.parquet as pq
@@ -316,15 +317,20 @@ def compact_findings(loc: Location, upto_batch: int, horizon_ms: int) -> int:
             rows = rows.append_column(name, pa.nulls(rows.num_rows, pa.int64()))
     con = duckdb.connect()
     con.register("f_", rows)
-    condition = "cluster, topic, partition, broker, kind, opened_at"
+    # An open is still open unless a resolve of its condition (the same opened_at) comes
+    # after it: a later seq (rows stored without one: any resolve, as before).
+    condition = ("cluster", "topic", "partition", "broker", "kind", "opened_at")
+    same = " AND ".join(f'r."{c}" IS NOT DISTINCT FROM o."{c}"' for c in condition)
     columns = ", ".join(f'"{name}"' for name, _ in FINDING_COLUMNS)
     kept = _arrow(
         con,
-        f"WITH once AS (SELECT * EXCLUDE (rn) FROM (SELECT *, row_number() OVER (PARTITION BY id "
-        f"ORDER BY batch_id) AS rn FROM f_) WHERE rn = 1), "
-        f"resolved AS (SELECT DISTINCT {condition} FROM once WHERE state = 'resolved') "
-        f'SELECT {columns} FROM once WHERE coalesce(detected_at, "at") >= {int(horizon_ms)} '
-        f"OR (state = 'open' AND ({condition}) NOT IN (SELECT ({condition}) FROM resolved)) "
+        f"WITH once AS (SELECT * EXCLUDE (rn) FROM (SELECT *, row_number() OVER (PARTITION BY "
+        f"{FINDING_IDENTITY} ORDER BY batch_id) AS rn FROM f_) WHERE rn = 1), "
+        f"resolved AS (SELECT {', '.join(condition)}, max(coalesce(seq, -1)) AS last FROM once "
+        "WHERE state = 'resolved' GROUP BY ALL) "
+        f'SELECT {columns} FROM once o WHERE coalesce(detected_at, "at") >= {int(horizon_ms)} '
+        f"OR (state = 'open' AND NOT EXISTS (SELECT 1 FROM resolved r WHERE {same} "
+        "AND r.last >= coalesce(o.seq, -1))) "
         f"ORDER BY {FINDINGS_IN_ORDER}",
     )
     if len(batches) == 1 and len(before) == 1 and kept.num_rows == rows.num_rows:

@@ -103,12 +103,21 @@ FINDINGS_NEWEST_FIRST = ", ".join(
 )
 
 
+#: What makes findings rows one finding (``PARTITION BY``; the first batch's row is kept):
+#: the id -- a replayed batch, a rebuilt job's history and a compaction's folded copy
+#: repeat it -- and, for a condition's open or resolve, its ``seq`` too: a condition opened
+#: again at the instant of an earlier open repeats that open's id (the id hashes subject,
+#: kind, state and stamps), and is a finding of its own. One-off events stay once per id
+#: (the exporter's counters count each once).
+FINDING_IDENTITY = "id, CASE WHEN state = 'event' THEN NULL ELSE seq END"
+
+
 def finding_store_row(
-    d: Mapping[str, Any], detected_at: int | None, seq: int | None = None
+    d: Mapping[str, Any], detected_at: int | None, seq: int | None
 ) -> tuple[Any, ...]:
     """A finding dict (:meth:`~monitor.model.Finding.to_dict`) as a findings-table row,
     detected at ``detected_at`` (ms since the epoch, wall clock), at ``seq`` in the job's
-    output (:func:`finding_seq`; None: not known).
+    output (:func:`finding_seq`; None only to write a row as stored before the column).
 
     >>> finding_store_row({"id": "x", "kind": "offline", "state": "open", "severity": "critical",
     ...              "cluster": "c", "topic": "t", "partition": 0, "broker": None,
@@ -137,6 +146,7 @@ __all__ = [
     "FINDINGS_NEWEST_FIRST",
     "FINDING_COLUMNS",
     "FINDING_DDL",
+    "FINDING_IDENTITY",
     "NEWEST_FIRST",
     "SNAPSHOT_FILE",
     "SNAPSHOT_MARK",

@@ -26,6 +26,7 @@ from typing import Any
 
 from monitor.contract.state import BrokerView, PartitionView, ReplicaRow
 from monitor.contract.store import (
+    FINDING_IDENTITY,
     FINDINGS,
     FINDINGS_IN_ORDER,
     FINDINGS_NEWEST_FIRST,
@@ -130,7 +131,8 @@ class StoreReader:
             # Stores written before ``detected_at`` or ``seq`` existed lack them: NULL there.
             self.con.execute(
                 "CREATE VIEW findings AS SELECT * EXCLUDE (rn, batch_id) FROM ("
-                "SELECT *, row_number() OVER (PARTITION BY id ORDER BY batch_id) AS rn FROM ("
+                "SELECT *, row_number() OVER "
+                f"(PARTITION BY {FINDING_IDENTITY} ORDER BY batch_id) AS rn FROM ("
                 f"SELECT * FROM read_parquet('{self.root}/{FINDINGS}/batch_id=*/*.parquet', "
                 "hive_partitioning = true, union_by_name = true) UNION ALL BY NAME "
                 "SELECT NULL::BIGINT AS detected_at, NULL::BIGINT AS seq WHERE FALSE)) "

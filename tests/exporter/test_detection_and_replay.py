@@ -15,7 +15,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from prometheus_client.parser import text_string_to_metric_families
 
-from monitor.contract.store import FINDING_COLUMNS, FINDINGS, finding_store_row
+from monitor.contract.store import (
+    FINDING_COLUMNS,
+    FINDINGS,
+    finding_seq,
+    finding_store_row,
+    finding_store_rows,
+)
 from monitor.exporter.driver import JobExporter
 from monitor.model import Finding, FindingKind, FindingState, Severity
 from streaming.store import write_findings_locally
@@ -81,7 +87,7 @@ class Job:
     def run(self, exp: JobExporter, batch: Batch, write: bool = True) -> None:
         if write:
             detected = int(self.clock() * 1000)
-            rows = [finding_store_row(d, detected) for d in batch.findings]
+            rows = finding_store_rows(batch.findings, batch.batch_id, detected)
             write_findings_locally(self.store, batch.batch_id, rows)
         exp.hook(batch)
 
@@ -173,7 +179,7 @@ def test_a_batch_replayed_live_counts_once(tmp_path: Path) -> None:
 def _store_since(store: Path, since_s: float) -> None:
     """A store whose memory begins at ``since_s``: a finding detected then (batch 0)."""
     d = _event(FindingKind.LEADER_ELECTION, 9, since_s - 1)
-    write_findings_locally(store, 0, [finding_store_row(d, int(since_s * 1000))])
+    write_findings_locally(store, 0, [finding_store_row(d, int(since_s * 1000), finding_seq(0, 0))])
 
 
 def test_the_detection_gauge_carries_the_detection_time_not_the_event_time(
@@ -230,11 +236,12 @@ def test_history_replayed_into_a_new_store_does_not_page_again(tmp_path: Path) -
 
 
 def _old_store(store: Path, batch_id: int, findings: list[dict[str, Any]]) -> None:
-    """A findings folder written before the store kept ``detected_at`` (no such column)."""
-    names = [n for n, _ in FINDING_COLUMNS if n != "detected_at"]
+    """A findings folder written before the store kept ``detected_at`` and ``seq`` (no such
+    columns)."""
+    names = [n for n, _ in FINDING_COLUMNS if n not in ("detected_at", "seq")]
     types = {"string": pa.string(), "int": pa.int32(), "long": pa.int64()}
     schema = pa.schema([pa.field(n, types[t]) for n, t in FINDING_COLUMNS if n in names])
-    rows = [dict(zip(names, finding_store_row(d, None)[:-1], strict=True)) for d in findings]
+    rows = [dict(zip(names, finding_store_row(d, None, None)[:-2], strict=True)) for d in findings]
     folder = store / FINDINGS / f"batch_id={batch_id}"
     folder.mkdir(parents=True)
     pq.write_table(pa.Table.from_pylist(rows, schema), folder / "part-00000.parquet")
@@ -252,14 +259,19 @@ def test_a_seeded_finding_keeps_its_stored_detection_time_or_its_event_time(
     _old_store(store, 1, [_event(FindingKind.UNCLEAN_ELECTION, 0, T1 - 7200)])
     write_findings_locally(
         store, 2, [finding_store_row(_event(FindingKind.COMMITTED_DATA_LOSS, 1, T1 - 3000,
-                                                lost_count=4), int((T1 - 600) * 1000))]
+                                                lost_count=4), int((T1 - 600) * 1000),
+                                     finding_seq(2, 0))]
     )  # fmt: skip
     write_findings_locally(
         store,
         3,
         [
-            finding_store_row(_event(FindingKind.HW_REGRESSION, 2, T1), int((T1 + 7200) * 1000)),
-            finding_store_row(_event(FindingKind.HW_REGRESSION, 3, T1), int((T1 + 90) * 1000)),
+            finding_store_row(
+                _event(FindingKind.HW_REGRESSION, 2, T1), int((T1 + 7200) * 1000), finding_seq(3, 0)
+            ),
+            finding_store_row(
+                _event(FindingKind.HW_REGRESSION, 3, T1), int((T1 + 90) * 1000), finding_seq(3, 1)
+            ),
         ],
     )
     exp = JobExporter(str(store), port=0, clock=Clock(T1 + 60))
@@ -292,7 +304,13 @@ def test_a_new_finding_under_an_old_batch_id_still_pages(tmp_path: Path) -> None
 def test_a_file_uri_store_is_seeded(tmp_path: Path) -> None:
     store = tmp_path / "store"
     write_findings_locally(
-        store, 4, [finding_store_row(_event(FindingKind.UNCLEAN_ELECTION, 0, T1), int(T1 * 1000))]
+        store,
+        4,
+        [
+            finding_store_row(
+                _event(FindingKind.UNCLEAN_ELECTION, 0, T1), int(T1 * 1000), finding_seq(4, 0)
+            )
+        ],
     )
     exp = JobExporter(store.as_uri(), port=0, clock=Clock(T1 + 1))
     exp.seed()

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from monitor.contract.events import to_model, validate_event
-from monitor.contract.store import finding_store_row, finding_store_rows
+from monitor.contract.store import finding_seq, finding_store_row, finding_store_rows
 from monitor.dev.testing import T0, Timeline
 from monitor.exporter.driver import JobExporter
 from monitor.model import (
@@ -51,10 +51,13 @@ RESOLVED = _stale(
 )
 
 
-def _store(tmp_path: Path) -> Path:
+def _store(tmp_path: Path, seq: bool = True) -> Path:
+    """The pair in two batches; ``seq=False``: as stored before the column (the stamps
+    alone order them then)."""
     store = tmp_path / "store"
-    write_findings_locally(store, 10, [finding_store_row(OPEN.to_dict(), AT + 600)])
-    write_findings_locally(store, 11, [finding_store_row(RESOLVED.to_dict(), AT + 6000)])
+    for batch_id, f, detected in ((10, OPEN, AT + 600), (11, RESOLVED, AT + 6000)):
+        row = finding_store_row(f.to_dict(), detected, finding_seq(batch_id, 0) if seq else None)
+        write_findings_locally(store, batch_id, [row])
     return store
 
 
@@ -64,9 +67,10 @@ def test_the_pair_is_the_soaks_and_its_ids_sort_the_wrong_way() -> None:
     assert sorted([RESOLVED, OPEN], key=finding_order) == [OPEN, RESOLVED]
 
 
+@pytest.mark.parametrize("seq", [True, False])
 @pytest.mark.parametrize("compacted", [False, True])
-def test_the_store_reads_the_condition_resolved(tmp_path: Path, compacted: bool) -> None:
-    store = _store(tmp_path)
+def test_the_store_reads_the_condition_resolved(tmp_path: Path, compacted: bool, seq: bool) -> None:
+    store = _store(tmp_path, seq)
     if compacted:  # the folded file is written in the same order
         assert compact_findings(Location.of(str(store)), 11, horizon_ms=0) == 2
         assert len(list((store / "findings").glob("batch_id=*"))) == 1
@@ -128,3 +132,42 @@ def test_a_clock_that_goes_back_reads_back_in_the_jobs_order(
     exporter = JobExporter(str(store), port=0)
     exporter.seed()
     assert [o.kind for o in exporter.snapshot.brokers[("lab", 1)].open] == ["stale_telemetry"]
+
+
+def test_a_reopen_that_repeats_the_opens_id_is_kept(tmp_path: Path) -> None:
+    """A tick clock that stands still: a tick at +100 s opens broker 1's ``stale_telemetry``;
+    the next batch (a backlog's: its newest event and so its tick clock are the same) brings
+    a sample of +30 s, which resolves it at +100 s, and its tick opens it again at +100 s --
+    the very id of the first open (the id hashes the stamps). Kept once per id, the store
+    read the condition resolved, and a restarted exporter closed a live alert (found by
+    review). A compaction past the retention keeps the reopen: no resolve after it."""
+    tl = Timeline()
+    model = ClusterModel(ModelConfig(stale_after_ms=30_000))
+    tl.broker(1)
+    first = [f for e in tl.events for f in model.apply(to_model(validate_event(e)))]
+    first += model.tick(T0 + 100_000)
+    tl.advance(30_000)
+    second = model.apply(to_model(validate_event(tl.broker(1))))
+    second += model.tick(T0 + 100_000)
+    emitted = first + second
+    assert [f.state for f in emitted] == [
+        FindingState.OPEN,
+        FindingState.RESOLVED,
+        FindingState.OPEN,
+    ]
+    assert emitted[0].id == emitted[2].id
+    store = tmp_path / "store"
+    for batch_id, fs in ((5, first), (6, second)):
+        write_findings_locally(
+            store, batch_id, finding_store_rows([f.to_dict() for f in fs], batch_id, T0)
+        )
+    reader = StoreReader(store)
+    assert reader.all_findings() == emitted
+    assert [r["state"] for r in reader.broker_conditions()] == ["open"]
+    exporter = JobExporter(str(store), port=0)
+    exporter.seed()
+    assert [o.kind for o in exporter.snapshot.brokers[("lab", 1)].open] == ["stale_telemetry"]
+    # Past the retention, only what is still open stays.
+    assert compact_findings(Location.of(str(store)), 6, horizon_ms=T0 + 1) == 1
+    assert StoreReader(store).all_findings() == emitted[2:]
+    assert [r["state"] for r in StoreReader(store).broker_conditions()] == ["open"]

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from bench._synthetic_store import write_store
-from monitor.contract.store import STORE_PAIR, finding_store_row
+from monitor.contract.store import STORE_PAIR, finding_store_rows
 from monitor.query.store import StoreReader
 from streaming.store import Compactor, write_findings_locally
 from streaming.storefs import CHECKPOINT_PAIR, StorePairError, pair
@@ -57,7 +57,7 @@ def _findings_store(root: Path) -> None:
     ]  # fmt: skip
     for b, fs in enumerate(batches):
         detected = fs[0]["at"] + 1_000
-        write_findings_locally(root, b, [finding_store_row(f, detected) for f in fs])
+        write_findings_locally(root, b, finding_store_rows(fs, b, detected))
 
 
 def _ids(root: Path) -> set[str]:

@@ -401,3 +401,17 @@ def test_validate_refuses_a_session_without_the_required_settings(spark: Any) ->
     finally:
         spark.conf.set(key, before)
     assert _typed_flags(spark, [trap]) == [False]
+
+
+def test_validate_refuses_a_session_that_keeps_backslashes_in_literals(spark: Any) -> None:
+    """With ``escapedStringLiterals`` the derived SQL's ``'\\u'`` would be two characters:
+    the surrogate check would look for them, not for an escape."""
+    key = "spark.sql.parser.escapedStringLiterals"
+    df = spark.createDataFrame([(0, with_tail(REPLICA, ""))], "i long, value binary")
+    before = spark.conf.get(key, "false")
+    try:
+        spark.conf.set(key, "true")
+        with pytest.raises(RuntimeError, match="escapedStringLiterals"):
+            S.validate(df)
+    finally:
+        spark.conf.set(key, before)
