@@ -9,9 +9,9 @@ batch of a backlog ticks at its newest event plus the catch-up slack, which may 
 an earlier batch's tick. Then a condition can be opened, resolved and opened again at an
 earlier instant, and no key on the stamps gives that order back (hypothesis finds such a
 stream when the clock may go back); only the batch and the row's place in it would -- the
-store's ``seq``, read first (``tests/exporter/test_finding_order.py`` has such a stream). (A
-reopen at the very instant of the resolve would even repeat the open's id, which the
-store keeps once.)"""
+store's ``seq``, read first (``tests/exporter/test_finding_order.py`` has such a stream, and
+one whose reopen repeats the open's id: the store keeps a condition's findings once per id
+and ``seq``)."""
 
 from __future__ import annotations
 
