@@ -217,7 +217,11 @@ def test_explain_tells_the_loss_and_draws_it(
     assert [f["details"]["lost_count"] for f in loss] == [incident.lost]
     hws = [s["high_watermark"] for s in d["history"]]
     assert max(hws) >= 500 and hws[-1] < 500  # the HW went back: the loss, in the history
-    assert any(s["leader"] is None for s in d["history"])  # the offline spell
+    # The offline spell: its finding, opened and resolved. The history has one row per
+    # touched partition per batch, so a spell that began and ended inside one micro-batch
+    # has no row of its own -- the lab's timing decides (it did so once, 2026-11-29).
+    offline = {f["state"] for f in d["findings"] if f["kind"] == "offline"}
+    assert offline == {"open", "resolved"}, offline
     # --since: only what happened in the window before the partition's newest sample
     short = _json(capsys, "explain", victim, "0", "--store", store, "--since", "1ms")
     cut = d["partition"]["updated_at"] - 1
