@@ -283,17 +283,17 @@ def main(argv: list[str] | None = None) -> int:
         )
     else:
         print(f"  paths: VARIANT only (no typed path); rejected {rejected / n:.2%}")
-    if args.rounds:
+    if args.rounds or args.diagnosis or args.counts:
         # as many partition events as --records (each round of a partition: 3 replica events,
-        # then its partition event)
+        # then its partition event), and as round records
         more = list(generate(max(100, args.records // 2 + 1), 2, fault_rate=0.001, seed=1))
+        rounds = _plain_and_rounds(more, args.records)[1]
+    if args.rounds:
         _compare_rounds(spark, more, args.records, args.repeat, pid)
     if args.diagnosis:
-        more = list(generate(max(100, args.records // 2 + 1), 2, fault_rate=0.001, seed=1))
-        _compare_diagnosis(spark, _plain_and_rounds(more, args.records)[1], args.repeat, pid)
+        _compare_diagnosis(spark, rounds, args.repeat, pid)
     if args.counts:
-        more = list(generate(max(100, args.records // 2 + 1), 2, fault_rate=0.001, seed=1))
-        _compare_counts(spark, _plain_and_rounds(more, args.records)[1], args.repeat, pid)
+        _compare_counts(spark, rounds, args.repeat, pid)
     spark.stop()
     return 0
 

@@ -29,6 +29,7 @@ from monitor.contract.store import (
     FINDING_IDENTITY,
     FINDINGS,
     FINDINGS_IN_ORDER,
+    LATER_FINDING_COLUMNS,
     NEWEST_FIRST,
     SNAPSHOT_FILE,
     SNAPSHOT_MARK,
@@ -310,7 +311,7 @@ def compact_findings(loc: Location, upto_batch: int, horizon_ms: int) -> int:
     rows = _read_batches(loc, FINDINGS, batches)
     if rows is None:
         return -1
-    for name in ("detected_at", "seq"):  # rows written before the column existed
+    for name in LATER_FINDING_COLUMNS:  # rows written before the column existed
         if name not in rows.column_names:
             import pyarrow as pa
 

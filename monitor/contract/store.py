@@ -63,6 +63,12 @@ FINDING_COLUMNS: tuple[tuple[str, str], ...] = (
     ("seq", "long"),
 )
 FINDING_DDL = ", ".join(f"{name} {kind}" for name, kind in FINDING_COLUMNS)
+#: The columns after the finding's own (:meth:`~monitor.model.Finding.to_dict`): added to the
+#: table later, so older stores lack them -- their readers see NULL.
+LATER_FINDING_COLUMNS = ("detected_at", "seq")
+assert tuple(name for name, _ in FINDING_COLUMNS[-len(LATER_FINDING_COLUMNS) :]) == (
+    LATER_FINDING_COLUMNS
+)
 
 #: A batch's findings, at most (:func:`finding_seq`).
 _SEQ_BATCH = 1 << 32
@@ -126,7 +132,7 @@ def finding_store_row(
     """
     import json
 
-    values = [d[name] for name, _ in FINDING_COLUMNS[:-2]]
+    values = [d[name] for name, _ in FINDING_COLUMNS[: -len(LATER_FINDING_COLUMNS)]]
     values[-1] = json.dumps(d["details"], separators=(",", ":"))  # details: last of the dict
     return (*values, detected_at, seq)
 
@@ -147,6 +153,7 @@ __all__ = [
     "FINDING_COLUMNS",
     "FINDING_DDL",
     "FINDING_IDENTITY",
+    "LATER_FINDING_COLUMNS",
     "NEWEST_FIRST",
     "SNAPSHOT_FILE",
     "SNAPSHOT_MARK",

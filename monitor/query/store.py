@@ -26,10 +26,12 @@ from typing import Any
 
 from monitor.contract.state import BrokerView, PartitionView, ReplicaRow
 from monitor.contract.store import (
+    FINDING_COLUMNS,
     FINDING_IDENTITY,
     FINDINGS,
     FINDINGS_IN_ORDER,
     FINDINGS_NEWEST_FIRST,
+    LATER_FINDING_COLUMNS,
     SNAPSHOT_FILE,
     STATE,
 )
@@ -63,6 +65,19 @@ def sources_sql(store: str | Path) -> str:
     # them: NULL there.
     parts.append("SELECT NULL::BIGINT AS row_seq, NULL::BIGINT AS deleted_at WHERE FALSE")
     return " UNION ALL BY NAME ".join(parts)
+
+
+_SQL_TYPES = {"string": "VARCHAR", "int": "INTEGER", "long": "BIGINT"}
+
+
+def _no_findings(names: Sequence[str] | None = None) -> str:
+    """SQL: no rows, with the findings table's columns (``names`` of them: all by default)."""
+    columns = ", ".join(
+        f"NULL::{_SQL_TYPES[kind]} AS {name}"
+        for name, kind in FINDING_COLUMNS
+        if names is None or name in names
+    )
+    return f"SELECT {columns} WHERE FALSE"
 
 
 def _q(text: str) -> str:
@@ -128,25 +143,18 @@ class StoreReader:
             self.con.execute(f"CREATE VIEW rows AS SELECT * FROM ({src}){where}")
             self.con.execute(_CURRENT)
         if has_findings:
-            # Stores written before ``detected_at`` or ``seq`` existed lack them: NULL there.
+            # Stores written before a later column existed lack it: NULL there.
             self.con.execute(
                 "CREATE VIEW findings AS SELECT * EXCLUDE (rn, batch_id) FROM ("
                 "SELECT *, row_number() OVER "
                 f"(PARTITION BY {FINDING_IDENTITY} ORDER BY batch_id) AS rn FROM ("
                 f"SELECT * FROM read_parquet('{self.root}/{FINDINGS}/batch_id=*/*.parquet', "
                 "hive_partitioning = true, union_by_name = true) UNION ALL BY NAME "
-                "SELECT NULL::BIGINT AS detected_at, NULL::BIGINT AS seq WHERE FALSE)) "
+                f"{_no_findings(LATER_FINDING_COLUMNS)})) "
                 f"WHERE rn = 1{where.replace(' WHERE', ' AND')}"
             )
         else:
-            self.con.execute(
-                "CREATE VIEW findings AS SELECT NULL::VARCHAR AS id, NULL::VARCHAR AS kind, "
-                "NULL::VARCHAR AS state, NULL::VARCHAR AS severity, NULL::VARCHAR AS cluster, "
-                "NULL::VARCHAR AS topic, NULL::INTEGER AS partition, NULL::INTEGER AS broker, "
-                "NULL::BIGINT AS at, NULL::BIGINT AS opened_at, NULL::VARCHAR AS details, "
-                "NULL::BIGINT AS detected_at, NULL::BIGINT AS seq "
-                "WHERE FALSE"
-            )
+            self.con.execute(f"CREATE VIEW findings AS {_no_findings()}")
 
     def empty_message(self) -> str:
         return (

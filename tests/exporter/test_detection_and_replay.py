@@ -18,6 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from monitor.contract.store import (
     FINDING_COLUMNS,
     FINDINGS,
+    LATER_FINDING_COLUMNS,
     finding_seq,
     finding_store_row,
     finding_store_rows,
@@ -238,10 +239,13 @@ def test_history_replayed_into_a_new_store_does_not_page_again(tmp_path: Path) -
 def _old_store(store: Path, batch_id: int, findings: list[dict[str, Any]]) -> None:
     """A findings folder written before the store kept ``detected_at`` and ``seq`` (no such
     columns)."""
-    names = [n for n, _ in FINDING_COLUMNS if n not in ("detected_at", "seq")]
+    names = [n for n, _ in FINDING_COLUMNS if n not in LATER_FINDING_COLUMNS]
     types = {"string": pa.string(), "int": pa.int32(), "long": pa.int64()}
     schema = pa.schema([pa.field(n, types[t]) for n, t in FINDING_COLUMNS if n in names])
-    rows = [dict(zip(names, finding_store_row(d, None, None)[:-2], strict=True)) for d in findings]
+    rows = [
+        dict(zip(names, finding_store_row(d, None, None)[: len(names)], strict=True))
+        for d in findings
+    ]
     folder = store / FINDINGS / f"batch_id={batch_id}"
     folder.mkdir(parents=True)
     pq.write_table(pa.Table.from_pylist(rows, schema), folder / "part-00000.parquet")

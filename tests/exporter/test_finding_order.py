@@ -87,31 +87,54 @@ def test_a_restarted_exporter_seeded_from_the_store_shows_no_open_condition(
     assert exporter.snapshot.brokers[("lab", 1)].open == ()
 
 
-def _clock_goes_back() -> list[list[Finding]]:
-    """Broker 1's ``stale_telemetry`` over three batches whose tick clock goes back: a tick
-    at +100 s opens it (silent since +0); the next batch brings a sample of +50 s, which
-    resolves it (at +100 s: never before the open); that batch, a backlog's, ticks at its
-    newest event plus the catch-up slack, +90 s -- silent for 40 s, open again, at an
-    instant before the first open. Emitted: open, resolved, open."""
+def _silent_broker(sample_at: int, tick_at: int) -> list[list[Finding]]:
+    """Broker 1's ``stale_telemetry`` (silent for 30 s: open) over three calls of the model:
+    a tick at +100 s opens it (silent since +0); a sample of ``sample_at`` resolves it (at
+    +100 s: never before the open); a tick at ``tick_at`` opens it again when that sample
+    is more than 30 s old by then. The findings of each call."""
     tl = Timeline()
     model = ClusterModel(ModelConfig(stale_after_ms=30_000))
     tl.broker(1)
     first = [f for e in tl.events for f in model.apply(to_model(validate_event(e)))]
     first += model.tick(T0 + 100_000)
-    tl.advance(50_000)
+    tl.advance(sample_at)
     second = model.apply(to_model(validate_event(tl.broker(1))))
-    third = model.tick(T0 + 90_000)
+    third = model.tick(T0 + tick_at)
     return [first, second, third]
+
+
+def _stored(tmp_path: Path, batches: list[list[Finding]]) -> Path:
+    """The batches' findings written as the job writes them, from batch 5 on."""
+    store = tmp_path / "store"
+    for batch_id, fs in enumerate(batches, start=5):
+        write_findings_locally(
+            store, batch_id, finding_store_rows([f.to_dict() for f in fs], batch_id, T0)
+        )
+    return store
+
+
+def _reads_back_open(store: Path, emitted: list[Finding]) -> None:
+    """The reader gives the findings back as emitted, the condition open; so does a
+    restarted exporter seeded from the store."""
+    reader = StoreReader(store)
+    assert reader.all_findings() == emitted
+    assert [r["state"] for r in reader.broker_conditions()] == ["open"]
+    exporter = JobExporter(str(store), port=0)
+    exporter.seed()
+    assert [o.kind for o in exporter.snapshot.brokers[("lab", 1)].open] == ["stale_telemetry"]
 
 
 @pytest.mark.parametrize("compacted", [False, True])
 def test_a_clock_that_goes_back_reads_back_in_the_jobs_order(
     tmp_path: Path, compacted: bool
 ) -> None:
-    """The stamps put the reopen (+90 s) before the open and resolve (+100 s): read back by
-    them, the condition looked resolved, and a restarted exporter had it closed while the
-    broker was silent. The rows' ``seq`` (the job's output order) gives it back."""
-    batches = _clock_goes_back()
+    """The tick clock goes back: the batch of the +50 s sample, a backlog's, ticks at its
+    newest event plus the catch-up slack, +90 s -- silent for 40 s, open again, at an
+    instant before the first open. The stamps put the reopen (+90 s) before the open and
+    resolve (+100 s): read back by them, the condition looked resolved, and a restarted
+    exporter had it closed while the broker was silent. The rows' ``seq`` (the job's output
+    order) gives it back."""
+    batches = _silent_broker(sample_at=50_000, tick_at=90_000)
     emitted = [f for b in batches for f in b]
     assert [(f.state, f.at - T0) for f in emitted] == [
         (FindingState.OPEN, 100_000),
@@ -119,54 +142,29 @@ def test_a_clock_that_goes_back_reads_back_in_the_jobs_order(
         (FindingState.OPEN, 90_000),
     ]
     assert sorted(emitted, key=finding_order) != emitted  # the stamps alone cannot
-    store = tmp_path / "store"
-    for batch_id, fs in enumerate(batches, start=5):
-        write_findings_locally(
-            store, batch_id, finding_store_rows([f.to_dict() for f in fs], batch_id, T0)
-        )
+    store = _stored(tmp_path, batches)
     if compacted:
         assert compact_findings(Location.of(str(store)), 7, horizon_ms=0) == 3
-    reader = StoreReader(store)
-    assert reader.all_findings() == emitted
-    assert [r["state"] for r in reader.broker_conditions()] == ["open"]
-    exporter = JobExporter(str(store), port=0)
-    exporter.seed()
-    assert [o.kind for o in exporter.snapshot.brokers[("lab", 1)].open] == ["stale_telemetry"]
+    _reads_back_open(store, emitted)
 
 
 def test_a_reopen_that_repeats_the_opens_id_is_kept(tmp_path: Path) -> None:
-    """A tick clock that stands still: a tick at +100 s opens broker 1's ``stale_telemetry``;
-    the next batch (a backlog's: its newest event and so its tick clock are the same) brings
-    a sample of +30 s, which resolves it at +100 s, and its tick opens it again at +100 s --
-    the very id of the first open (the id hashes the stamps). Kept once per id, the store
-    read the condition resolved, and a restarted exporter closed a live alert (found by
-    review). A compaction past the retention keeps the reopen: no resolve after it."""
-    tl = Timeline()
-    model = ClusterModel(ModelConfig(stale_after_ms=30_000))
-    tl.broker(1)
-    first = [f for e in tl.events for f in model.apply(to_model(validate_event(e)))]
-    first += model.tick(T0 + 100_000)
-    tl.advance(30_000)
-    second = model.apply(to_model(validate_event(tl.broker(1))))
-    second += model.tick(T0 + 100_000)
-    emitted = first + second
+    """A tick clock that stands still: the batch of the +30 s sample (a backlog's: its
+    newest event and so its tick clock are the first batch's) ticks at +100 s again and
+    opens the condition at the very instant -- and id -- of the first open (the id hashes
+    the stamps). Kept once per id, the store read the condition resolved, and a restarted
+    exporter closed a live alert (found by review). A compaction past the retention keeps
+    the reopen: no resolve after it."""
+    first, second, third = _silent_broker(sample_at=30_000, tick_at=100_000)
+    emitted = first + second + third
     assert [f.state for f in emitted] == [
         FindingState.OPEN,
         FindingState.RESOLVED,
         FindingState.OPEN,
     ]
     assert emitted[0].id == emitted[2].id
-    store = tmp_path / "store"
-    for batch_id, fs in ((5, first), (6, second)):
-        write_findings_locally(
-            store, batch_id, finding_store_rows([f.to_dict() for f in fs], batch_id, T0)
-        )
-    reader = StoreReader(store)
-    assert reader.all_findings() == emitted
-    assert [r["state"] for r in reader.broker_conditions()] == ["open"]
-    exporter = JobExporter(str(store), port=0)
-    exporter.seed()
-    assert [o.kind for o in exporter.snapshot.brokers[("lab", 1)].open] == ["stale_telemetry"]
+    store = _stored(tmp_path, [first, second + third])
+    _reads_back_open(store, emitted)
     # Past the retention, only what is still open stays.
     assert compact_findings(Location.of(str(store)), 6, horizon_ms=T0 + 1) == 1
     assert StoreReader(store).all_findings() == emitted[2:]
