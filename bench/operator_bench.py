@@ -20,7 +20,7 @@ import json
 import os
 import tempfile
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,35 @@ from monitor.model import ModelConfig
 from streaming import operator as op
 from streaming.config import StreamingConfig
 from tests.streaming.helpers import Clock, FakeHandle, payload, route
+
+
+def profile_phases(text: str, skip_batches: int) -> tuple[int, dict[str, float], Counter[str]]:
+    """The operator's profile (``MONITOR_STREAMING_PROFILE`` lines: ``operator._Profile``)
+    over the micro-batches after the first ``skip_batches`` (a batch: the lines of one
+    instant ``at``): the records applied, each phase's wall seconds (the load phases
+    together as ``load``), and how the bucket loads went (``hit``, ``full``, ``stale``...)."""
+    lines = [dict(p.split("=") for p in line.split()) for line in text.splitlines() if line]
+    instants = sorted({int(d["at"]) for d in lines})[skip_batches:]
+    records, phases, loads = 0, defaultdict(float), Counter()
+    for d in lines:
+        if int(d.pop("at")) not in instants:
+            continue
+        d.pop("bucket")
+        records += int(d.pop("events"))
+        for k, v in d.items():
+            name = k.split("_")[0]
+            if name == "load":
+                loads[k[len("load_") :]] += 1
+            phases[name] += float(v) / 1000
+    return records, dict(phases), loads
+
+
+def phase_line(phases: dict[str, float], per: float) -> str:
+    """Each phase in µs per ``per`` (largest first), and their total."""
+    shown = ", ".join(
+        f"{k} {v / per * 1e6:.1f}" for k, v in sorted(phases.items(), key=lambda kv: -kv[1])
+    )
+    return f"{shown}; total {sum(phases.values()) / per * 1e6:.1f}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -92,23 +121,8 @@ def main(argv: list[str] | None = None) -> int:
         f"operator, Python side: {steady_cpu / steady_rounds * 1e6:.1f} us of CPU per "
         f"partition-round over {steady_rounds} rounds"
     )
-    phases: dict[str, float] = defaultdict(float)
-    lines = prof_path.read_text().splitlines()
-    skip = sum(len(per) for per in [range(args.buckets)] * 2)  # the warm-up batches' lines
-    for line in lines[skip:]:
-        parts = dict(p.split("=") for p in line.split())
-        for k, v in parts.items():
-            if k not in ("bucket", "events"):
-                phases[k.split("_")[0]] += float(v) / 1000
-    total = sum(phases.values())
-    print(
-        "  by phase (wall, us per partition-round): "
-        + ", ".join(
-            f"{k} {v / steady_rounds * 1e6:.1f}"
-            for k, v in sorted(phases.items(), key=lambda kv: -kv[1])
-        )
-        + f"; total {total / steady_rounds * 1e6:.1f}"
-    )
+    _, phases, _ = profile_phases(prof_path.read_text(), skip_batches=2)
+    print("  by phase (wall, us per partition-round): " + phase_line(phases, steady_rounds))
     prof_path.unlink()
     prof_path.parent.rmdir()
     return 0

@@ -74,6 +74,13 @@ def _descendants(pid: int) -> list[int]:
     return out
 
 
+def _machine_ticks() -> tuple[int, int]:
+    """The machine's CPU time since boot, in clock ticks: (all, busy) over every core."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    total = sum(fields[:8])  # guest time is counted within user already
+    return total, total - fields[3] - fields[4]  # less idle and iowait
+
+
 def _cpu_s(pid: int) -> float:
     """CPU seconds of a process: its threads plus its children that have exited."""
     try:
@@ -106,6 +113,10 @@ class MemorySampler(threading.Thread):
         #: The same split: (JVMs, Python workers) -- the driver's Python is the rest.
         self.split_after_first: tuple[float, float] | None = None
         self.split_last = (0.0, 0.0)
+        #: The machine's (all, busy) CPU ticks at those two instants: whether the cores
+        #: were busy during the sustained batches, whoever used them.
+        self.machine_after_first: tuple[int, int] | None = None
+        self.machine_last = (0, 0)
         self.running = True
 
     def _tree(self) -> list[int]:
@@ -143,11 +154,13 @@ class MemorySampler(threading.Thread):
         self.cpu_last = sum(_cpu_s(p) for p in self._tree())
         python = sum(_cpu_s(p) for p in python_workers)
         self.split_last = (sum(_cpu_s(p) for p in jvms), python)
+        self.machine_last = _machine_ticks()
         if self.cpu_after_first is None and self.query is not None:
             p = self.query.lastProgress
             if p is not None and p["numInputRows"] > 0:
                 self.cpu_after_first = self.cpu_last
                 self.split_after_first = self.split_last
+                self.machine_after_first = self.machine_last
 
 
 def _events(partitions: int, rounds: int, seed: int, form: str) -> tuple[list[bytes], int]:
@@ -216,6 +229,35 @@ def _produce_with_spark(spark: Any, raw: Path, bootstrap: str, topic: str) -> No
     )
 
 
+def _profile_size() -> int:
+    path = Path(os.environ.get("MONITOR_STREAMING_PROFILE", ""))
+    return path.stat().st_size if path.is_file() else 0
+
+
+def _print_operator_profile(rounds: float, since: int) -> None:
+    """The operator's phases over the sustained batches (``MONITOR_STREAMING_PROFILE``, the
+    lines written after byte ``since``), and how its bucket loads went."""
+    from bench.operator_bench import phase_line, profile_phases
+
+    path = Path(os.environ.get("MONITOR_STREAMING_PROFILE", ""))
+    if not path.is_file() or not rounds:
+        return
+    with path.open("rb") as fh:
+        fh.seek(since)
+        text = fh.read().decode()
+    _, phases, loads = profile_phases(text, skip_batches=1)
+    if phases:
+        print(
+            "  operator's Python phases after the first batch (wall, us per partition-round): "
+            + phase_line(phases, rounds)
+        )
+        print(
+            "    bucket loads: "
+            + ", ".join(f"{k} {v}" for k, v in sorted(loads.items()))
+            + " (hit: the worker held the bucket; full, stale: unpickled from the state store)"
+        )
+
+
 def _pct(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
@@ -271,6 +313,7 @@ def _measure(
     out: dict[str, float] = {}
     sampler = MemorySampler(jvm_pid, job.query, getattr(args, "worker_pid", None))
     sampler.start()
+    profile_at = _profile_size()
     load_before = os.getloadavg()
     job.drain(timeout_s=7200, poll_s=0.2)
     sampler.running = False
@@ -319,6 +362,17 @@ def _measure(
                 f"    of which JVM {jvm:.1f} us, Python workers {python:.1f} us, the driver's "
                 f"Python {out['cpu_round_us'] - jvm - python:.1f} us per partition-round"
             )
+        if sampler.machine_after_first is not None:
+            total = sampler.machine_last[0] - sampler.machine_after_first[0]
+            busy = sampler.machine_last[1] - sampler.machine_after_first[1]
+            if total:
+                tick = os.sysconf("SC_CLK_TCK")
+                out["machine_busy"] = busy / total
+                print(
+                    f"  the machine after the first batch: {os.cpu_count()} cores "
+                    f"{100 * busy / total:.0f}% busy ({busy / tick:.1f} CPU-s, this job's "
+                    f"{cpu:.1f}; the rest: Kafka, other processes)"
+                )
     print(
         f"  load average (1/5/15 min) before {' '.join(f'{x:.1f}' for x in load_before)}, "
         f"after {' '.join(f'{x:.1f}' for x in load_after)}"
@@ -351,6 +405,7 @@ def _measure(
             "  per batch, median s (after the first): "
             + ", ".join(f"{k} {v:.2f}" for k, v in medians.items())
         )
+    _print_operator_profile(steady_rows * per.rounds, profile_at)
     sink_phases = list(job.counters.batch_phases)[1:] if args.mode != "stateful" else []
     if sink_phases:
         names = sorted({k for p in sink_phases for k in p})
@@ -485,6 +540,9 @@ def main(argv: list[str] | None = None) -> int:
     from streaming.session import build_session, kafka_jars
 
     work = Path(tempfile.mkdtemp(prefix="spark-bench-"))
+    # The operator's profile, summed by _measure (set before the JVM starts: the Python
+    # workers inherit the environment); a path given by the caller is kept.
+    os.environ.setdefault("MONITOR_STREAMING_PROFILE", str(work / "operator-profile.txt"))
     lab = None
     t0 = time.monotonic()
     events, n_model_events = _events(args.partitions, args.rounds, args.seed, args.form)

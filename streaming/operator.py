@@ -573,15 +573,19 @@ def ordered_events(
 
 
 class _Profile:
-    """Where a bucket's time goes (``MONITOR_STREAMING_PROFILE=<file>`` appends a line)."""
+    """Where a bucket's time goes (``MONITOR_STREAMING_PROFILE=<file>`` appends a line:
+    the bucket, the micro-batch's instant ``at``, the records applied, then each phase's
+    wall milliseconds; the load phase is named by how the load went, e.g. ``load_hit``).
+    ``bench.spark_bench`` sums the lines of the sustained batches."""
 
-    def __init__(self, bucket: int) -> None:
+    def __init__(self, bucket: int, at: int) -> None:
         import os
         import time
 
         self.path = os.environ.get("MONITOR_STREAMING_PROFILE")
         self.clock = time.perf_counter
         self.bucket = bucket
+        self.at = at
         self.last = self.clock()
         self.parts: dict[str, float] = {}
 
@@ -595,7 +599,7 @@ class _Profile:
         if self.path:
             parts = " ".join(f"{k}={v * 1000:.0f}" for k, v in self.parts.items())
             with open(self.path, "a") as fh:
-                fh.write(f"bucket={self.bucket} events={events} {parts}\n")
+                fh.write(f"bucket={self.bucket} at={self.at} events={events} {parts}\n")
 
 
 @contextlib.contextmanager
@@ -1034,7 +1038,7 @@ class BucketProcessor(StatefulProcessor):
 
     def _apply_rows(self, bucket: int, rows: Any, now: int) -> Any:
         out = Outputs()
-        prof = _Profile(bucket)
+        prof = _Profile(bucket, now)
         store = self._store(bucket)
         state = self._load(store)
         prof.mark(f"load_{store.loaded}")
