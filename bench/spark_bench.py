@@ -114,7 +114,8 @@ class MemorySampler(threading.Thread):
         self.split_after_first: tuple[float, float] | None = None
         self.split_last = (0.0, 0.0)
         #: The machine's (all, busy) CPU ticks at those two instants: whether the cores
-        #: were busy during the sustained batches, whoever used them.
+        #: were busy during the sustained batches, whoever used them (the window runs on
+        #: after the last batch, idle: the busy ticks are divided by the batches' time).
         self.machine_after_first: tuple[int, int] | None = None
         self.machine_last = (0, 0)
         self.running = True
@@ -362,17 +363,18 @@ def _measure(
                 f"    of which JVM {jvm:.1f} us, Python workers {python:.1f} us, the driver's "
                 f"Python {out['cpu_round_us'] - jvm - python:.1f} us per partition-round"
             )
-        if sampler.machine_after_first is not None:
-            total = sampler.machine_last[0] - sampler.machine_after_first[0]
+        if sampler.machine_after_first is not None and steady_s:
+            # Over the batches' own wall time: the query idles after its last batch until
+            # the drain sees it caught up (up to a trigger), and those seconds are no batch's.
             busy = sampler.machine_last[1] - sampler.machine_after_first[1]
-            if total:
-                tick = os.sysconf("SC_CLK_TCK")
-                out["machine_busy"] = busy / total
-                print(
-                    f"  the machine after the first batch: {os.cpu_count()} cores "
-                    f"{100 * busy / total:.0f}% busy ({busy / tick:.1f} CPU-s, this job's "
-                    f"{cpu:.1f}; the rest: Kafka, other processes)"
-                )
+            busy_s = busy / os.sysconf("SC_CLK_TCK")
+            cores = os.cpu_count() or 1
+            out["machine_busy"] = busy_s / (cores * steady_s)
+            print(
+                f"  the machine during the sustained batches: {busy_s:.1f} CPU-s of "
+                f"{cores} cores x {steady_s:.1f} s = {100 * out['machine_busy']:.0f}% busy "
+                f"(this job's {cpu:.1f}; the rest: Kafka, other processes)"
+            )
     print(
         f"  load average (1/5/15 min) before {' '.join(f'{x:.1f}' for x in load_before)}, "
         f"after {' '.join(f'{x:.1f}' for x in load_after)}"

@@ -1,0 +1,140 @@
+"""What writing and reading a bucket's state costs, by step, and the codec beside it.
+
+    python -m bench.state_codec_bench [--partitions 15000] [--rounds 6]
+
+One bucket of steady partitions (``monitor.dev.synth`` round records through the operator,
+as a worker holds it after a batch; at a million partitions and 64 buckets a bucket is
+~15.6k partitions), then CPU per partition, best of 5, garbage collector off as in a batch:
+
+* writing (:func:`streaming.operator.dumps`): flattening each state into a list of
+  builtins, pickling the lists, zlib -- and ``marshal`` in pickle's place;
+* reading (:func:`streaming.operator.loads`, what a worker pays when the bucket is not
+  in its cache): unzip, unpickle, and rebuilding the objects -- and ``marshal`` again.
+
+What the figures answered (``docs/benchmarks.md``): whether a faster codec would cut the
+1M-partition job's save and load phases. The codec is a fifth of each; the rest is
+making and reading Python objects per partition.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import io
+import json
+import marshal
+import pickle
+import time
+import zlib
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import pandas as pd
+
+from monitor.dev.synth import generate
+from monitor.model import ModelConfig
+from monitor.model.state import PartitionState
+from streaming import operator as op
+from tests.streaming.helpers import Clock, FakeHandle, payload
+
+T = TypeVar("T")
+
+
+def best(fn: Callable[[], T], per: int, times: int = 5) -> tuple[float, T]:
+    """The least CPU of ``times`` calls, in µs per ``per``, and the last result."""
+    least, out = float("inf"), None
+    for _ in range(times):
+        started = time.process_time()
+        out = fn()
+        least = min(least, time.process_time() - started)
+    assert out is not None
+    return least / per * 1e6, out
+
+
+def flatten(partitions: dict[Any, PartitionState]) -> list[list[Any]]:
+    """The steady partitions' flat lists, as ``operator._reduce_packed`` builds them."""
+    flat = []
+    for ps in partitions.values():
+        if ps.open or ps.election is not None:
+            continue
+        v = list(op._PS_GET(ps))
+        v[op._AT_REPLICAS] = tuple([(b, op._RS_GET(r)) for b, r in ps.replica_states.items()])
+        v[op._AT_LINEAGE] = tuple([tuple(e) for e in ps.lineage])
+        leos = ps.leader_leos
+        v[op._AT_LEOS] = leos.tobytes() if leos.itemsize == 4 else leos
+        v[op._AT_OPEN] = None
+        flat.append(v)
+    return flat
+
+
+def pickled(flat: list[list[Any]]) -> bytes:
+    buf = io.BytesIO()
+    pickler = pickle.Pickler(buf, protocol=5)
+    pickler.fast = True
+    pickler.dump(flat)
+    return buf.getvalue()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.state_codec_bench", description=__doc__)
+    ap.add_argument("--partitions", type=int, default=15_000)
+    ap.add_argument("--rounds", type=int, default=6)
+    args = ap.parse_args(argv)
+
+    settings = op.OperatorSettings(
+        buckets=1, tick_ms=3_600_000, catchup_slack_ms=10_000, model=ModelConfig(),
+        cache_scope="codec-bench",
+    )  # fmt: skip
+    records = list(generate(args.partitions, args.rounds, form="rounds", seed=1))
+    frame = pd.DataFrame(
+        {
+            "payload": [payload(json.dumps(d).encode(), i, True) for i, d in enumerate(records)],
+            "value": None,
+        }
+    )
+    proc = op.make_processor(settings)
+    proc.init(FakeHandle({}))
+    now = Clock(records[-1]["observed_at"] + 1_000)
+    for _ in proc.handleInputRows((op.bucket_keys(1)[0],), iter([frame]), now):
+        pass
+    state = op._CACHE[("codec-bench", 0)][1]
+    parts = state.model.partitions
+    n = len(parts)
+    gc.collect()
+    gc.disable()
+
+    t_flat, flat = best(lambda: flatten(parts), n)
+    t_pickle, raw_p = best(lambda: pickled(flat), n)
+    t_marshal, raw_m = best(lambda: marshal.dumps(flat), n)
+    t_zp, zp = best(lambda: zlib.compress(raw_p, 1), n)
+    t_zm, zm = best(lambda: zlib.compress(raw_m, 1), n)
+    t_dumps, blob = best(lambda: op.dumps(state), n)
+    t_unzip_p, _ = best(lambda: zlib.decompress(zp), n)
+    t_unzip_m, _ = best(lambda: zlib.decompress(zm), n)
+    t_unpickle, _ = best(lambda: pickle.loads(raw_p), n)
+    t_unmarshal, _ = best(lambda: marshal.loads(raw_m), n)
+    t_loads, _ = best(lambda: op.loads(blob), n)
+
+    steady = len(flat)
+    print(f"one bucket: {n} partitions ({steady} steady), {args.rounds} rounds")
+    print(
+        f"write, us per partition: dumps {t_dumps:.2f} = flatten {t_flat:.2f} + pickle "
+        f"{t_pickle:.2f} + zlib {t_zp:.2f} + the rest; marshal instead of pickle "
+        f"{t_marshal:.2f} (+ zlib {t_zm:.2f})"
+    )
+    print(
+        f"read, us per partition: loads {t_loads:.2f} = unzip {t_unzip_p:.2f} + unpickle "
+        f"{t_unpickle:.2f} + rebuilding the objects (the rest); marshal instead of pickle "
+        f"{t_unmarshal:.2f} (+ unzip {t_unzip_m:.2f})"
+    )
+    print(
+        f"bytes per partition: stored {len(blob) / n:.0f}; flat lists pickled "
+        f"{len(raw_p) / steady:.0f} (zlib {len(zp) / steady:.0f}), marshalled "
+        f"{len(raw_m) / steady:.0f} (zlib {len(zm) / steady:.0f})"
+    )
+    gc.enable()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
