@@ -16,7 +16,9 @@ Per round, over every partition of a bucket (RF 3, the leader in replica slot 0)
 * the masks that send a round to the pure model: lagging by the default thresholds, an
   open condition, not steady.
 
-CPU per partition-round, best of ``--rounds`` rounds after a warm-up, one process.
+CPU per partition-round, best of ``--rounds`` rounds after a warm-up, one process. Then,
+untimed, every partition's lags are checked against ``rules.time_behind`` (the model's own
+function) over the same history: the bench fails rather than measure a cheaper quantity.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import time
 
 import numpy as np
 
-from monitor.model import ModelConfig
+from monitor.model import ModelConfig, rules
 
 LEO_HISTORY = 32
 
@@ -108,6 +110,18 @@ def main(argv: list[str] | None = None) -> int:
         one_round(r)
     times_spent.clear()
     sent = [one_round(LEO_HISTORY + 2 + r) for r in range(args.rounds)]
+    # The lags it found are the model's (rules.time_behind over the same history): the
+    # floor computes the quantity the model does, not a cheaper one.
+    t = 1_700_000_000_000 + (LEO_HISTORY + 1 + args.rounds) * 30_000
+    order = (np.arange(LEO_HISTORY) + head + 1) % LEO_HISTORY
+    for i in range(n):
+        samples = np.stack([hist_t[i, order], hist_leo[i, order]], axis=1).ravel().tolist()
+        for offset, found in [
+            *zip(rep_leo[i, 1:].tolist(), lag_ms[i].tolist(), strict=True),
+            (hw[i], hw_lag_ms[i]),
+        ]:
+            since = rules.time_behind(samples, int(offset), t, rising=True)
+            assert found == (0 if since is None else t - since), (i, offset, found, since)
     best, median = min(times_spent), sorted(times_spent)[len(times_spent) // 2]
     print(
         f"one bucket: {n} partitions, RF {rf}, a {LEO_HISTORY}-entry LEO history; "

@@ -24,13 +24,11 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from monitor.dev.synth import generate
 from monitor.model import ModelConfig
 from streaming import operator as op
 from streaming.config import StreamingConfig
-from tests.streaming.helpers import Clock, FakeHandle, payload, route
+from tests.streaming.helpers import bucket_payloads, run_bucket
 
 
 def profile_phases(text: str, skip_batches: int) -> tuple[int, dict[str, float], Counter[str]]:
@@ -88,28 +86,19 @@ def main(argv: list[str] | None = None) -> int:
         state_refresh_ms=StreamingConfig.model_fields["state_refresh_ms"].default,
     )
     stores: dict[int, dict[str, Any]] = {b: {} for b in range(args.buckets)}
-    keys = op.bucket_keys(args.buckets)
     prof_path = Path(tempfile.mkdtemp(prefix="operator-bench-")) / "profile.txt"
     os.environ["MONITOR_STREAMING_PROFILE"] = str(prof_path)
     offset = 0
     cpu: list[float] = []
     rounds: list[int] = []
     for batch in batches:
-        per_bucket: dict[int, list[str]] = defaultdict(list)
-        for d in batch:
-            raw = json.dumps(d).encode()
-            for b, owner in route(raw, args.buckets):
-                per_bucket[b].append(payload(raw, offset, owner))
-            offset += 1
-        frames = {b: pd.DataFrame({"payload": p, "value": None}) for b, p in per_bucket.items()}
+        per_bucket = bucket_payloads([json.dumps(d).encode() for d in batch], args.buckets, offset)
+        offset += len(batch)
         now = max(d["observed_at"] for d in batch) + 1_000
         gc.collect()
         started = time.process_time()
-        for b, frame in frames.items():
-            proc = op.make_processor(settings)
-            proc.init(FakeHandle(stores[b]))
-            for _ in proc.handleInputRows((keys[b],), iter([frame]), Clock(now)):
-                pass
+        for b, payloads in per_bucket.items():
+            run_bucket(settings, stores[b], b, payloads, now)
         cpu.append(time.process_time() - started)
         rounds.append(sum(1 for d in batch if d["kind"] == "partition"))
     steady_cpu, steady_rounds = sum(cpu[2:]), sum(rounds[2:])

@@ -74,11 +74,11 @@ def _descendants(pid: int) -> list[int]:
     return out
 
 
-def _machine_ticks() -> tuple[int, int]:
-    """The machine's CPU time since boot, in clock ticks: (all, busy) over every core."""
+def _machine_busy_ticks() -> int:
+    """The machine's busy CPU time since boot, in clock ticks, over every core: all but
+    idle and iowait (guest time is counted within user already)."""
     fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    total = sum(fields[:8])  # guest time is counted within user already
-    return total, total - fields[3] - fields[4]  # less idle and iowait
+    return sum(fields[:8]) - fields[3] - fields[4]
 
 
 def _cpu_s(pid: int) -> float:
@@ -113,11 +113,11 @@ class MemorySampler(threading.Thread):
         #: The same split: (JVMs, Python workers) -- the driver's Python is the rest.
         self.split_after_first: tuple[float, float] | None = None
         self.split_last = (0.0, 0.0)
-        #: The machine's (all, busy) CPU ticks at those two instants: whether the cores
-        #: were busy during the sustained batches, whoever used them (the window runs on
-        #: after the last batch, idle: the busy ticks are divided by the batches' time).
-        self.machine_after_first: tuple[int, int] | None = None
-        self.machine_last = (0, 0)
+        #: The machine's busy CPU ticks at those two instants: whether the cores were busy
+        #: during the sustained batches, whoever used them (the window runs on after the
+        #: last batch, idle: the ticks are divided by the batches' time).
+        self.machine_after_first: int | None = None
+        self.machine_last = 0
         self.running = True
 
     def _tree(self) -> list[int]:
@@ -155,7 +155,7 @@ class MemorySampler(threading.Thread):
         self.cpu_last = sum(_cpu_s(p) for p in self._tree())
         python = sum(_cpu_s(p) for p in python_workers)
         self.split_last = (sum(_cpu_s(p) for p in jvms), python)
-        self.machine_last = _machine_ticks()
+        self.machine_last = _machine_busy_ticks()
         if self.cpu_after_first is None and self.query is not None:
             p = self.query.lastProgress
             if p is not None and p["numInputRows"] > 0:
@@ -230,9 +230,15 @@ def _produce_with_spark(spark: Any, raw: Path, bootstrap: str, topic: str) -> No
     )
 
 
-def _profile_size() -> int:
+def _profile() -> Path | None:
+    """The operator's profile file (``MONITOR_STREAMING_PROFILE``), once it exists."""
     path = Path(os.environ.get("MONITOR_STREAMING_PROFILE", ""))
-    return path.stat().st_size if path.is_file() else 0
+    return path if path.is_file() else None
+
+
+def _profile_size() -> int:
+    path = _profile()
+    return path.stat().st_size if path else 0
 
 
 def _print_operator_profile(rounds: float, since: int) -> None:
@@ -240,8 +246,8 @@ def _print_operator_profile(rounds: float, since: int) -> None:
     lines written after byte ``since``), and how its bucket loads went."""
     from bench.operator_bench import phase_line, profile_phases
 
-    path = Path(os.environ.get("MONITOR_STREAMING_PROFILE", ""))
-    if not path.is_file() or not rounds:
+    path = _profile()
+    if path is None or not rounds:
         return
     with path.open("rb") as fh:
         fh.seek(since)
@@ -366,14 +372,15 @@ def _measure(
         if sampler.machine_after_first is not None and steady_s:
             # Over the batches' own wall time: the query idles after its last batch until
             # the drain sees it caught up (up to a trigger), and those seconds are no batch's.
-            busy = sampler.machine_last[1] - sampler.machine_after_first[1]
+            busy = sampler.machine_last - sampler.machine_after_first
             busy_s = busy / os.sysconf("SC_CLK_TCK")
             cores = os.cpu_count() or 1
             out["machine_busy"] = busy_s / (cores * steady_s)
             print(
                 f"  the machine during the sustained batches: {busy_s:.1f} CPU-s of "
                 f"{cores} cores x {steady_s:.1f} s = {100 * out['machine_busy']:.0f}% busy "
-                f"(this job's {cpu:.1f}; the rest: Kafka, other processes)"
+                f"(this job's {cpu:.1f}; the rest: Kafka, other processes; the sampling "
+                "window's edges count too: short runs read over 100%)"
             )
     print(
         f"  load average (1/5/15 min) before {' '.join(f'{x:.1f}' for x in load_before)}, "

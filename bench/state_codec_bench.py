@@ -20,22 +20,18 @@ from __future__ import annotations
 
 import argparse
 import gc
-import io
 import json
 import marshal
 import pickle
 import time
 import zlib
 from collections.abc import Callable
-from typing import Any, TypeVar
-
-import pandas as pd
+from typing import TypeVar
 
 from monitor.dev.synth import generate
 from monitor.model import ModelConfig
-from monitor.model.state import PartitionState
 from streaming import operator as op
-from tests.streaming.helpers import Clock, FakeHandle, payload
+from tests.streaming.helpers import bucket_payloads, run_bucket
 
 T = TypeVar("T")
 
@@ -51,30 +47,6 @@ def best(fn: Callable[[], T], per: int, times: int = 5) -> tuple[float, T]:
     return least / per * 1e6, out
 
 
-def flatten(partitions: dict[Any, PartitionState]) -> list[list[Any]]:
-    """The steady partitions' flat lists, as ``operator._reduce_packed`` builds them."""
-    flat = []
-    for ps in partitions.values():
-        if ps.open or ps.election is not None:
-            continue
-        v = list(op._PS_GET(ps))
-        v[op._AT_REPLICAS] = tuple([(b, op._RS_GET(r)) for b, r in ps.replica_states.items()])
-        v[op._AT_LINEAGE] = tuple([tuple(e) for e in ps.lineage])
-        leos = ps.leader_leos
-        v[op._AT_LEOS] = leos.tobytes() if leos.itemsize == 4 else leos
-        v[op._AT_OPEN] = None
-        flat.append(v)
-    return flat
-
-
-def pickled(flat: list[list[Any]]) -> bytes:
-    buf = io.BytesIO()
-    pickler = pickle.Pickler(buf, protocol=5)
-    pickler.fast = True
-    pickler.dump(flat)
-    return buf.getvalue()
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.state_codec_bench", description=__doc__)
     ap.add_argument("--partitions", type=int, default=15_000)
@@ -86,25 +58,16 @@ def main(argv: list[str] | None = None) -> int:
         cache_scope="codec-bench",
     )  # fmt: skip
     records = list(generate(args.partitions, args.rounds, form="rounds", seed=1))
-    frame = pd.DataFrame(
-        {
-            "payload": [payload(json.dumps(d).encode(), i, True) for i, d in enumerate(records)],
-            "value": None,
-        }
-    )
-    proc = op.make_processor(settings)
-    proc.init(FakeHandle({}))
-    now = Clock(records[-1]["observed_at"] + 1_000)
-    for _ in proc.handleInputRows((op.bucket_keys(1)[0],), iter([frame]), now):
-        pass
+    raws = [json.dumps(d).encode() for d in records]
+    run_bucket(settings, {}, 0, bucket_payloads(raws, 1)[0], records[-1]["observed_at"] + 1_000)
     state = op._CACHE[("codec-bench", 0)][1]
     parts = state.model.partitions
     n = len(parts)
     gc.collect()
     gc.disable()
 
-    t_flat, flat = best(lambda: flatten(parts), n)
-    t_pickle, raw_p = best(lambda: pickled(flat), n)
+    t_flat, (flat, _) = best(lambda: op.flatten(parts), n)
+    t_pickle, raw_p = best(lambda: op.pickle_flat(flat), n)
     t_marshal, raw_m = best(lambda: marshal.dumps(flat), n)
     t_zp, zp = best(lambda: zlib.compress(raw_p, 1), n)
     t_zm, zm = best(lambda: zlib.compress(raw_m, 1), n)
@@ -115,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     t_unmarshal, _ = best(lambda: marshal.loads(raw_m), n)
     t_loads, _ = best(lambda: op.loads(blob), n)
 
-    steady = len(flat)
+    steady = sum(v is not None for v in flat)
     print(f"one bucket: {n} partitions ({steady} steady), {args.rounds} rounds")
     print(
         f"write, us per partition: dumps {t_dumps:.2f} = flatten {t_flat:.2f} + pickle "

@@ -329,9 +329,19 @@ class _Packed:
 
 
 def _reduce_packed(p: _Packed) -> tuple[Any, tuple[bytes, list[Any]]]:
+    flat, others = flatten(p.partitions)
+    return (_unpack, (pickle_flat(flat), others))
+
+
+def flatten(
+    partitions: Mapping[tuple[str, str, int], PartitionState | None],
+) -> tuple[list[Any], list[tuple[tuple[str, str, int], PartitionState | None]]]:
+    """The steady partitions as flat lists of builtins, in order; each other one (an open
+    condition, an election being judged, forgotten: None) as ``None`` in its place and
+    ``(key, state)`` in the second list, to be pickled as it is."""
     flat: list[Any] = []
     others: list[tuple[tuple[str, str, int], PartitionState | None]] = []
-    for key, ps in p.partitions.items():
+    for key, ps in partitions.items():
         if ps is None or ps.open or ps.election is not None:
             flat.append(None)  # its place: the next of ``others``
             others.append((key, ps))
@@ -343,6 +353,11 @@ def _reduce_packed(p: _Packed) -> tuple[Any, tuple[bytes, list[Any]]]:
         v[_AT_LEOS] = leos.tobytes() if leos.itemsize == 4 else leos
         v[_AT_OPEN] = None
         flat.append(v)
+    return flat, others
+
+
+def pickle_flat(flat: list[Any]) -> bytes:
+    """:func:`flatten`'s lists pickled without a memo."""
     # The flat lists pickled on their own, without a memo (the pickler's ``fast`` mode): a
     # memo entry for each list and replica tuple, only to find that none is shared, cost a
     # quarter of writing a bucket (15.6k steady partitions, one process, GC off as in a
@@ -354,7 +369,7 @@ def _reduce_packed(p: _Packed) -> tuple[Any, tuple[bytes, list[Any]]]:
     pickler = pickle.Pickler(buf, protocol=5)
     pickler.fast = True
     pickler.dump(flat)
-    return (_unpack, (buf.getvalue(), others))
+    return buf.getvalue()
 
 
 def _unpack(

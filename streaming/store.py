@@ -51,6 +51,14 @@ def is_local(location: str) -> bool:
     return not is_uri(location)
 
 
+def finding_schema() -> Any:
+    """The findings table's Arrow schema (:data:`FINDING_COLUMNS`)."""
+    import pyarrow as pa
+
+    types = {"string": pa.string(), "int": pa.int32(), "long": pa.int64()}
+    return pa.schema([pa.field(name, types[t]) for name, t in FINDING_COLUMNS])
+
+
 def write_findings_locally(store: Path, batch_id: int, rows: list[tuple[Any, ...]]) -> Path:
     """``<store>/findings/batch_id=<n>/part-00000.parquet`` with pyarrow, from the driver.
 
@@ -66,8 +74,7 @@ def write_findings_locally(store: Path, batch_id: int, rows: list[tuple[Any, ...
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    types = {"string": pa.string(), "int": pa.int32(), "long": pa.int64()}
-    schema_ = pa.schema([pa.field(name, types[t]) for name, t in FINDING_COLUMNS])
+    schema_ = finding_schema()
     table = pa.Table.from_pylist([dict(zip(schema_.names, r, strict=True)) for r in rows], schema_)
     root = store / FINDINGS
     tmp = root / f"_tmp-{uuid.uuid4().hex}"
@@ -315,7 +322,8 @@ def compact_findings(loc: Location, upto_batch: int, horizon_ms: int) -> int:
         if name not in rows.column_names:
             import pyarrow as pa
 
-            rows = rows.append_column(name, pa.nulls(rows.num_rows, pa.int64()))
+            kind = finding_schema().field(name).type
+            rows = rows.append_column(name, pa.nulls(rows.num_rows, kind))
     con = duckdb.connect()
     con.register("f_", rows)
     # An open is still open unless a resolve of its condition (the same opened_at) comes

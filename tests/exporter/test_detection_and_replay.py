@@ -25,7 +25,7 @@ from monitor.contract.store import (
 )
 from monitor.exporter.driver import JobExporter
 from monitor.model import Finding, FindingKind, FindingState, Severity
-from streaming.store import write_findings_locally
+from streaming.store import finding_schema, write_findings_locally
 
 T1 = 1_800_000_000.0  # the first run's wall clock (s)
 DETECTED = "kafka_replication_finding_last_detected_timestamp_seconds"
@@ -240,8 +240,7 @@ def _old_store(store: Path, batch_id: int, findings: list[dict[str, Any]]) -> No
     """A findings folder written before the store kept ``detected_at`` and ``seq`` (no such
     columns)."""
     names = [n for n, _ in FINDING_COLUMNS if n not in LATER_FINDING_COLUMNS]
-    types = {"string": pa.string(), "int": pa.int32(), "long": pa.int64()}
-    schema = pa.schema([pa.field(n, types[t]) for n, t in FINDING_COLUMNS if n in names])
+    schema = pa.schema([f for f in finding_schema() if f.name in names])
     rows = [
         dict(zip(names, finding_store_row(d, None, None)[: len(names)], strict=True))
         for d in findings

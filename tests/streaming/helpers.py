@@ -10,6 +10,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+import pandas as pd  # type: ignore[import-untyped]
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -189,3 +190,25 @@ def route(raw: bytes, buckets: int) -> list[tuple[int, bool]]:
         return [(b, b == owner) for b in range(buckets)]
     h = zlib.crc32(f"{d['cluster']}/{d['topic']}/{d['partition']}".encode()) % buckets
     return [(h, True)]
+
+
+def bucket_payloads(raws: Sequence[bytes], buckets: int, offset: int = 0) -> dict[int, list[str]]:
+    """Each bucket's payloads for these records (source offsets from ``offset``), as the
+    JVM routes and packs them."""
+    out: dict[int, list[str]] = {}
+    for i, raw in enumerate(raws):
+        for b, owner in route(raw, buckets):
+            out.setdefault(b, []).append(payload(raw, offset + i, owner))
+    return out
+
+
+def run_bucket(
+    settings: op.OperatorSettings, store: dict[str, Any], bucket: int, payloads: list[str], now: int
+) -> list[Any]:
+    """One call of the processor for ``bucket`` (its state in ``store``), as a Python worker
+    makes it: the output frames."""
+    proc = op.make_processor(settings)
+    proc.init(FakeHandle(store))
+    key = (op.bucket_keys(settings.buckets)[bucket],)
+    rows = iter([pd.DataFrame({"payload": payloads, "value": None})])
+    return list(proc.handleInputRows(key, rows, Clock(now)))

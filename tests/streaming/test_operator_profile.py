@@ -5,42 +5,35 @@ bucket's state was loaded -- the figure that tells a cached run from one that re
 from __future__ import annotations
 
 import json
-from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
-import pandas as pd
 import pytest
 
 from bench.operator_bench import profile_phases
 from monitor.dev.synth import generate
 from monitor.model import ModelConfig
 from streaming import operator as op
-from tests.streaming.helpers import Clock, FakeHandle, payload, route
+from tests.streaming.helpers import bucket_payloads, run_bucket
 
 BUCKETS = 2
 
 
 def _run(batches: list[list[bytes]], scope: str) -> list[int]:
-    """Each batch through one processor per bucket (as a worker runs them); the records
-    each batch handed to the operator."""
+    """Each batch through one processor call per bucket (as a worker runs them); the
+    records each batch handed to the operator."""
     settings = op.OperatorSettings(
         buckets=BUCKETS, tick_ms=3_600_000, catchup_slack_ms=10_000, model=ModelConfig(),
         cache_scope=scope,
     )  # fmt: skip
-    stores: dict[int, dict] = {b: {} for b in range(BUCKETS)}
-    keys, offset, handed = op.bucket_keys(BUCKETS), 0, []
+    stores: dict[int, dict[str, Any]] = {b: {} for b in range(BUCKETS)}
+    offset, handed = 0, []
     for i, batch in enumerate(batches):
-        per_bucket: dict[int, list[str]] = defaultdict(list)
-        for raw in batch:
-            for b, owner in route(raw, BUCKETS):
-                per_bucket[b].append(payload(raw, offset, owner))
-            offset += 1
+        per_bucket = bucket_payloads(batch, BUCKETS, offset)
+        offset += len(batch)
         handed.append(sum(len(p) for p in per_bucket.values()))
         for b, payloads in per_bucket.items():
-            proc = op.make_processor(settings)
-            proc.init(FakeHandle(stores[b]))
-            frame = pd.DataFrame({"payload": payloads, "value": None})
-            list(proc.handleInputRows((keys[b],), iter([frame]), Clock(1_000_000 + i)))
+            run_bucket(settings, stores[b], b, payloads, 1_000_000 + i)
     return handed
 
 
