@@ -9,7 +9,11 @@ round trips of the state API or a second worker. The phases are those of
 
 ::
 
-    python -m bench.operator_bench --partitions 20000 --rounds 8 --buckets 4
+    python -m bench.operator_bench --partitions 20000 --rounds 8 --buckets 4 [--compare-source]
+
+It says which model ran (compiled by mypyc, or the source: ``monitor.model.NATIVE_NOTE``);
+``--compare-source`` runs the same input on the source too (a subprocess,
+``MONITOR_MODEL_NATIVE=off``) and prints the two side by side, with their ratio.
 """
 
 from __future__ import annotations
@@ -18,12 +22,15 @@ import argparse
 import gc
 import json
 import os
+import subprocess
+import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
+import monitor.model
 from monitor.dev.synth import generate
 from monitor.model import ModelConfig
 from streaming import operator as op
@@ -65,7 +72,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--partitions", type=int, default=20_000)
     ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--buckets", type=int, default=4)
+    ap.add_argument(
+        "--compare-source",
+        action="store_true",
+        help="run the model's source on the same input too, and print the ratio",
+    )
     args = ap.parse_args(argv)
+    print(monitor.model.NATIVE_NOTE)
 
     records = list(generate(args.partitions, args.rounds, form="rounds", seed=1))
     # One micro-batch per round (the stream's records in order; a round is ~1 + P records).
@@ -106,14 +119,23 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.partitions} partitions x {args.rounds} rounds, {args.buckets} buckets, "
         f"{len(batches)} batches (the first two are warm-up)"
     )
+    us = steady_cpu / steady_rounds * 1e6
     print(
-        f"operator, Python side: {steady_cpu / steady_rounds * 1e6:.1f} us of CPU per "
-        f"partition-round over {steady_rounds} rounds"
+        f"operator, Python side: {us:.1f} us of CPU per partition-round over {steady_rounds} rounds"
     )
     _, phases, _ = profile_phases(prof_path.read_text(), skip_batches=2)
     print("  by phase (wall, us per partition-round): " + phase_line(phases, steady_rounds))
     prof_path.unlink()
     prof_path.parent.rmdir()
+    if args.compare_source:
+        cmd = [sys.executable, "-m", "bench.operator_bench", "--partitions", str(args.partitions)]
+        cmd += ["--rounds", str(args.rounds), "--buckets", str(args.buckets)]
+        env = {**os.environ, monitor.model._native.ENV: "off"}
+        text = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
+        print("the same input, the model's source:")
+        print("".join("  " + line + "\n" for line in text.splitlines()), end="")
+        source_us = float(text.split("Python side: ")[1].split()[0])
+        print(f"this run / the source: {us:.1f} / {source_us:.1f} us = {us / source_us:.2f}")
     return 0
 
 

@@ -29,7 +29,7 @@ from typing import Any
 
 from monitor.contract.state import STATE_DDL
 from monitor.contract.store import FINDING_DDL, finding_store_rows
-from monitor.model import stamps
+from monitor.model import NATIVE_NOTE, stamps
 from streaming import schema
 from streaming.config import StreamingConfig
 from streaming.operator import (
@@ -811,6 +811,7 @@ def run(cfg: StreamingConfig, hooks: Sequence[Hook] = ()) -> int:
 
     check_layout(cfg.checkpoint_location, cfg.buckets)  # before Spark (start() checks again)
     pair(cfg.checkpoint_location, cfg.store_location)  # before Spark too: a refusal is fast
+    log.info("%s", NATIVE_NOTE)  # compiled or source (monitor.model._native)
     exporter = None
     if cfg.metrics_port is not None:
         from monitor.exporter.driver import JobExporter

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import IntEnum, StrEnum
 from typing import Any
 
@@ -140,6 +140,22 @@ TRANSITION_KINDS: frozenset[FindingKind] = frozenset(
 )
 
 
+def fields_state(obj: Any) -> list[Any]:
+    """A slotted dataclass's pickled state: its fields' values in order -- what the
+    dataclass's own ``__getstate__`` gives. Spelled out (with :func:`set_fields_state`) on
+    the classes pickled by default (findings, a topic's settings, an election being
+    judged): the model compiled by mypyc (:mod:`monitor.model._native`) would otherwise
+    pickle its native classes another way, and a checkpoint written by the source would not
+    load in the compiled model, nor the other way round."""
+    return [getattr(obj, f.name) for f in fields(obj)]
+
+
+def set_fields_state(obj: Any, state: list[Any]) -> None:
+    """Unpickle :func:`fields_state` (frozen classes too, as the dataclass's own does)."""
+    for f, value in zip(fields(obj), state, strict=True):
+        object.__setattr__(obj, f.name, value)
+
+
 @dataclass(frozen=True, slots=True)
 class Finding:
     """One thing the model saw. ``details`` holds the numbers that justify it.
@@ -159,6 +175,12 @@ class Finding:
     opened_at: int
     broker: int | None = None
     details: dict[str, Any] = field(default_factory=dict)
+
+    def __getstate__(self) -> list[Any]:
+        return fields_state(self)
+
+    def __setstate__(self, state: list[Any]) -> None:
+        set_fields_state(self, state)
 
     @property
     def id(self) -> str:

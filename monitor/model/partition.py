@@ -27,7 +27,7 @@ from monitor.model import election, rules
 from monitor.model._emit import Emitter
 from monitor.model.config import ModelConfig
 from monitor.model.events import PartitionMeta, ReplicaReport
-from monitor.model.findings import Finding, FindingKind
+from monitor.model.findings import Finding, FindingKind, fields_state, set_fields_state
 from monitor.model.state import (
     BrokerState,
     EpochEntry,
@@ -57,6 +57,12 @@ class Context:
     topic: TopicConfig | None = None
     #: The brokers' states (the cluster model's own map, read only): why a replica left.
     brokers: Mapping[tuple[str, int], BrokerState] = field(default_factory=dict)
+
+    def __getstate__(self) -> list[Any]:
+        return fields_state(self)  # a cluster model pickled whole holds its contexts
+
+    def __setstate__(self, state: list[Any]) -> None:
+        set_fields_state(self, state)
 
     def broker(self, cluster: str, broker: int) -> BrokerState | None:
         return self.brokers.get((cluster, broker))

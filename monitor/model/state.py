@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from monitor.model.config import ModelConfig
-from monitor.model.findings import FindingKind, Severity
+from monitor.model.findings import FindingKind, Severity, fields_state, set_fields_state
 
 #: Equal tuples of broker ids (replicas, ISR, ...) as one object: a million partitions hold
 #: a few thousand distinct sets. Memory only -- no rule depends on identity --, and bounded.
@@ -97,6 +97,12 @@ class ElectionCheck:
     on_sample: bool = False
     #: The LEO a verdict on a sample used.
     used: int = -1
+
+    def __getstate__(self) -> list[Any]:
+        return fields_state(self)
+
+    def __setstate__(self, state: list[Any]) -> None:
+        set_fields_state(self, state)
 
 
 @dataclass(slots=True)
@@ -284,6 +290,12 @@ class TopicConfig:
     replication_factor: int
     min_insync_replicas: int
     unclean_leader_election_enable: bool
+
+    def __getstate__(self) -> list[Any]:
+        return fields_state(self)
+
+    def __setstate__(self, state: list[Any]) -> None:
+        set_fields_state(self, state)
 
 
 @dataclass(slots=True)

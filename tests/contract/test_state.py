@@ -125,8 +125,8 @@ def _changed(value: Any) -> Any:
         return value + 3
     if isinstance(value, str):
         return value + "x"
-    if isinstance(value, tuple):
-        return (*value, 99)
+    if isinstance(value, tuple):  # the last item moved (some are of a fixed length)
+        return (*value[:-1], _changed(value[-1])) if value else (99,)
     if isinstance(value, list):
         return [*value, EpochEntry(99, 5, 1, 1)]
     if isinstance(value, dict):
@@ -144,7 +144,15 @@ def _mutations(ps: PartitionState) -> list[tuple[str, PartitionState]]:
         new = _changed(getattr(ps, f.name))
         if new is not None:
             m = copy.deepcopy(ps)
-            setattr(m, f.name, new)
+            try:
+                setattr(m, f.name, new)
+            except TypeError:  # the compiled model's states check types: a str | None
+                if getattr(ps, f.name) is not None:
+                    raise
+                try:
+                    setattr(m, f.name, "x")
+                except TypeError:
+                    continue  # None or an object (an election): not in the row
             out.append((f.name, m))
     for b in ps.replica_states:
         for f in dataclasses.fields(ReplicaState):

@@ -1,0 +1,92 @@
+"""The model compiled to C with mypyc, where a build of these very sources is at hand.
+
+The model is plain, fully typed Python; mypyc (mypy's compiler) turns its modules into C
+extension modules with the same behaviour -- native classes for the states, direct calls,
+unboxed integers -- and the Spark job's Python workers then apply a partition-round ~3x
+faster (``bench.operator_bench --compare-source``; docs/benchmarks.md). Nothing in the
+source changes for it, and the source stays what a reader reads and what runs wherever no
+build is there.
+
+``scripts/compile_model.py`` (run by ``make setup``) builds the modules of :data:`COMPILED`
+into ``.cache/native-model/`` beside the checkout, with a stamp of the sources it compiled
+(:func:`sources_digest`). ``monitor/model/__init__.py`` asks :func:`find` which build to
+load before it imports anything else of the package, and puts it first on the package's
+path. A build of other sources (a model file edited since) is never loaded: a stale
+compiled module would shadow the edit.
+
+``MONITOR_MODEL_NATIVE``: unset, the default build if it is there and current, else the
+source; ``off``, always the source (the equivalence tests run the source this way); a
+directory, that build -- and an import error if it is missing or stale, since it was asked
+for by name. What was chosen, and why, is ``monitor.model.NATIVE_NOTE`` (the job logs it).
+
+Not compiled: ``cluster`` (its ``ClusterModel`` is pickled through its ``__dict__``) and
+``config`` (a frozen settings object shipped to the executors), both cold; this module and
+the package's ``__init__``, which run before the build is chosen.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sysconfig
+from collections.abc import Mapping
+from pathlib import Path
+
+#: The model's modules mypyc compiles (the hot path of a partition-round, and its states).
+COMPILED = (
+    "_emit",
+    "election",
+    "events",
+    "findings",
+    "order",
+    "partition",
+    "rules",
+    "stamps",
+    "state",
+)
+#: The environment variable that chooses (see the module's docstring).
+ENV = "MONITOR_MODEL_NATIVE"
+_OFF = ("off", "0", "no", "false", "source")
+
+
+def sources_digest(package_dir: Path) -> str:
+    """What a build is of: the compiled modules' sources and the interpreter's extension
+    suffix (an ABI: ``.cpython-311-x86_64-linux-gnu.so``)."""
+    h = hashlib.sha256(str(sysconfig.get_config_var("EXT_SUFFIX")).encode())
+    for name in COMPILED:
+        h.update(f"\0{name}\0".encode())
+        h.update((package_dir / f"{name}.py").read_bytes())
+    return h.hexdigest()
+
+
+def default_dir(package_dir: Path) -> Path:
+    """Where ``scripts/compile_model.py`` builds by default: ``.cache/native-model`` at the
+    root of the checkout holding ``package_dir``."""
+    return package_dir.parents[1] / ".cache" / "native-model"
+
+
+def find(package_dir: Path, env: Mapping[str, str]) -> tuple[Path | None, str]:
+    """The build to load (its directory: ``model/`` holds the modules, ``lib/`` mypyc's
+    shared library), or None for the source; and why, in a sentence."""
+    setting = env.get(ENV, "").strip()
+    if setting.lower() in _OFF:
+        return None, f"the model runs from source ({ENV}={setting})"
+    where = Path(setting) if setting else default_dir(package_dir)
+    stamp = where / "SOURCES"
+    try:
+        built = stamp.read_text().strip() if stamp.is_file() else None
+        current = sources_digest(package_dir)
+    except OSError as e:  # the package read from a zip (--py-files), an unreadable build
+        built, current = None, f"unreadable: {e}"
+    if built is not None and built == current:
+        return where, f"the model runs compiled (mypyc), from {where}"
+    why = (
+        f"no compiled model at {where}"
+        if built is None
+        else f"the compiled model at {where} is of other sources than {package_dir} (stale)"
+    )
+    if setting:
+        raise ImportError(
+            f"{ENV}={setting}: {why}; build it with `python scripts/compile_model.py "
+            f"--dest {setting}`, or unset {ENV} to run the source"
+        )
+    return None, f"{why}: the model runs from source (`make setup` compiles it)"
