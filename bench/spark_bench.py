@@ -82,12 +82,13 @@ def _machine_busy_ticks() -> int:
 
 
 def _cpu_s(pid: int) -> float:
-    """CPU seconds of a process: its threads plus its children that have exited."""
+    """CPU seconds of a process's own threads (user + system; not its exited children's,
+    which the sampler counts as processes of their own: ``MemorySampler._cpu``)."""
     try:
         f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
         return 0.0
-    return sum(int(x) for x in f[11:15]) / os.sysconf("SC_CLK_TCK")
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
 
 
 class MemorySampler(threading.Thread):
@@ -118,6 +119,10 @@ class MemorySampler(threading.Thread):
         #: last batch, idle: the ticks are divided by the batches' time).
         self.machine_after_first: int | None = None
         self.machine_last = 0
+        #: Each process's CPU seconds as last sampled: a process that exits (a previous
+        #: query's Python workers on a shared standalone cluster) keeps what it had used,
+        #: so the sums never go back (they did: the ceiling's read negative).
+        self._seen: dict[str, dict[int, float]] = {}
         self.running = True
 
     def _tree(self) -> list[int]:
@@ -139,6 +144,15 @@ class MemorySampler(threading.Thread):
         standalone cluster, each executor JVM."""
         return [w for jvm in jvms for d in _children(jvm) for w in (d, *_children(d))]
 
+    def _cpu(self, kind: str, pids: list[int]) -> float:
+        """CPU seconds of the processes of one ``kind`` (the tree, the JVMs, the Python
+        workers): those of ``pids`` now, plus what each one sampled before and exited since
+        had used."""
+        seen = self._seen.setdefault(kind, {})
+        for p in pids:
+            seen[p] = max(seen.get(p, 0.0), _cpu_s(p))
+        return sum(seen.values())
+
     def run(self) -> None:
         while self.running:
             self.sample()
@@ -152,9 +166,8 @@ class MemorySampler(threading.Thread):
         python_workers = self._python_workers(jvms)
         self.peak_executors = max(self.peak_executors, sum(_rss_mb(p) for p in executors))
         self.peak_workers = max(self.peak_workers, sum(_rss_mb(w) for w in python_workers))
-        self.cpu_last = sum(_cpu_s(p) for p in self._tree())
-        python = sum(_cpu_s(p) for p in python_workers)
-        self.split_last = (sum(_cpu_s(p) for p in jvms), python)
+        self.cpu_last = self._cpu("tree", self._tree())
+        self.split_last = (self._cpu("jvms", jvms), self._cpu("python", python_workers))
         self.machine_last = _machine_busy_ticks()
         if self.cpu_after_first is None and self.query is not None:
             p = self.query.lastProgress

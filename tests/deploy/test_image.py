@@ -95,6 +95,14 @@ def test_monitor_version(image: dict[str, object]) -> None:
     assert _ok("monitor", "--version").split()[:2] == ["monitor", version]
 
 
+def test_the_model_runs_compiled(image: dict[str, object]) -> None:
+    """The image's build stage compiled the model with mypyc, from the sources installed;
+    the runtime loads that build (monitor.model._native), no compiler in it."""
+    note = _ok("python", "-c", "import monitor.model as m; print(m.NATIVE_NOTE)")
+    assert "runs compiled (mypyc), from /opt/monitor/native-model" in note, note
+    assert "no gcc" in _ok("sh", "-c", "command -v gcc || echo no gcc")
+
+
 def test_runs_as_a_fixed_non_root_user(image: dict[str, object]) -> None:
     assert image.get("User") == f"{UID}:{UID}"
     assert _ok("id", "-u").strip() == str(UID)
