@@ -153,3 +153,38 @@ def test_a_build_of_other_sources_is_not_loaded(tmp_path: Path) -> None:
     with pytest.raises(ImportError, match="no compiled model"):
         _native.find(pkg, {_native.ENV: str(tmp_path / "nowhere")})
     assert _native.find(pkg, {_native.ENV: "off"})[0] is None
+
+
+def _stamp_objects(path: str) -> str:
+    """How many distinct values, and objects, the stamps and last truncations of a stored
+    bucket's steady replicas are once read back (the packed ones: ``operator.flatten``)."""
+    from streaming import operator as op
+
+    parts = op.loads(Path(path).read_bytes()).model.partitions.values()
+    steady = [ps for ps in parts if ps is not None and not ps.open and ps.election is None]
+    replicas = [rs for ps in steady for rs in ps.replica_states.values()]
+    stamps = [rs.observed_at for rs in replicas]
+    truncations = [rs.last_truncation for rs in replicas]
+    return " ".join(
+        str(n)
+        for n in (
+            len(set(stamps)),
+            len({id(s) for s in stamps}),
+            len(set(truncations)),
+            len({id(t) for t in truncations}),
+        )
+    )
+
+
+def test_the_source_model_reads_one_object_per_stamp_value(tmp_path: Path) -> None:
+    """Read back by the source, a bucket's stamps are one object per value (the memory a
+    worker holds per partition: ``streaming.operator._unpack``); compiled, the states hold
+    them unboxed (``tests/streaming/test_operator_state.py`` checks the rest there)."""
+    blob = tmp_path / "bucket.bin"
+    _bucket_blob(str(blob))
+    code = (
+        "import sys; from tests.model.test_native import _stamp_objects as s; print(s(sys.argv[1]))"
+    )
+    values, objects, truncations, truncation_objects = _source(code, str(blob)).split()
+    assert int(values) > 2 and values == objects
+    assert truncations == truncation_objects
