@@ -811,7 +811,6 @@ def run(cfg: StreamingConfig, hooks: Sequence[Hook] = ()) -> int:
 
     check_layout(cfg.checkpoint_location, cfg.buckets)  # before Spark (start() checks again)
     pair(cfg.checkpoint_location, cfg.store_location)  # before Spark too: a refusal is fast
-    log.info("%s", NATIVE_NOTE)  # compiled or source (monitor.model._native)
     exporter = None
     if cfg.metrics_port is not None:
         from monitor.exporter.driver import JobExporter
@@ -856,6 +855,7 @@ def run(cfg: StreamingConfig, hooks: Sequence[Hook] = ()) -> int:
                 'them: spark_conf."spark.jars.packages" = '
                 '"org.apache.spark:spark-sql-kafka-0-10_2.13:<pyspark version>" (docs/deploy.md)'
             ) from None
+    log.info("%s", NATIVE_NOTE)  # compiled or source (monitor.model._native)
     try:
         spark = build_session(
             master=cfg.master,
