@@ -12,8 +12,8 @@ round trips of the state API or a second worker. The phases are those of
     python -m bench.operator_bench --partitions 20000 --rounds 8 --buckets 4 [--compare-source]
 
 It says which model ran (compiled by mypyc, or the source: ``monitor.model.NATIVE_NOTE``);
-``--compare-source`` runs the same input on the source too (a subprocess,
-``MONITOR_MODEL_NATIVE=off``) and prints the two side by side, with their ratio.
+``--compare-source`` runs the same input on the source too (``bench._source``) and prints
+the two side by side, with their ratio.
 """
 
 from __future__ import annotations
@@ -22,8 +22,6 @@ import argparse
 import gc
 import json
 import os
-import subprocess
-import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
@@ -31,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import monitor.model
+from bench._source import figure, indented, on_source
 from monitor.dev.synth import generate
 from monitor.model import ModelConfig
 from streaming import operator as op
@@ -128,13 +127,10 @@ def main(argv: list[str] | None = None) -> int:
     prof_path.unlink()
     prof_path.parent.rmdir()
     if args.compare_source:
-        cmd = [sys.executable, "-m", "bench.operator_bench", "--partitions", str(args.partitions)]
-        cmd += ["--rounds", str(args.rounds), "--buckets", str(args.buckets)]
-        env = {**os.environ, monitor.model._native.ENV: "off"}
-        text = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
-        print("the same input, the model's source:")
-        print("".join("  " + line + "\n" for line in text.splitlines()), end="")
-        source_us = float(text.split("Python side: ")[1].split()[0])
+        same = ["--partitions", str(args.partitions), "--rounds", str(args.rounds)]
+        text = on_source("bench.operator_bench", [*same, "--buckets", str(args.buckets)])
+        print("the same input, the model's source:\n" + indented(text), end="")
+        source_us = figure(text, "Python side:")
         print(f"this run / the source: {us:.1f} / {source_us:.1f} us = {us / source_us:.2f}")
     return 0
 

@@ -44,7 +44,7 @@ else
   echo "==> virtualenv up to date"
 fi
 
-# The watermark model compiled with mypyc (monitor/model/_native.py): ~3x faster in the
+# The watermark model compiled with mypyc (monitor/model/_native.py): ~2x faster in the
 # Spark job's Python workers. Rebuilt only when the model's sources changed; without a C
 # compiler the model runs from source, as it does wherever no current build is found.
 if ! .venv/bin/python scripts/compile_model.py; then

@@ -134,6 +134,17 @@ def _changed(value: Any) -> Any:
     return None  # arrays, election checks: not in the row
 
 
+def _assigned(obj: Any, name: str, value: Any, may_refuse: bool) -> bool:
+    """Set ``obj.name``; False if its type refuses the value and ``may_refuse``."""
+    try:
+        setattr(obj, name, value)
+    except TypeError:
+        if not may_refuse:
+            raise
+        return False
+    return True
+
+
 def _mutations(ps: PartitionState) -> list[tuple[str, PartitionState]]:
     """``ps`` with each of its fields changed, and each field of each replica and lineage
     entry: every way a state can move."""
@@ -141,19 +152,14 @@ def _mutations(ps: PartitionState) -> list[tuple[str, PartitionState]]:
     for f in dataclasses.fields(PartitionState):
         if f.name in ("cluster", "topic", "partition", "open"):
             continue  # the row's key; open conditions make row_content None
-        new = _changed(getattr(ps, f.name))
-        if new is not None:
+        value = getattr(ps, f.name)
+        # A None field takes a number or a string, whichever its type admits (the compiled
+        # model's states check what is assigned); an election (neither) is not in the row.
+        for new in (_changed(value),) if value is not None else (7, "x"):
             m = copy.deepcopy(ps)
-            try:
-                setattr(m, f.name, new)
-            except TypeError:  # the compiled model's states check types: a str | None
-                if getattr(ps, f.name) is not None:
-                    raise
-                try:
-                    setattr(m, f.name, "x")
-                except TypeError:
-                    continue  # None or an object (an election): not in the row
-            out.append((f.name, m))
+            if new is not None and _assigned(m, f.name, new, may_refuse=value is None):
+                out.append((f.name, m))
+                break
     for b in ps.replica_states:
         for f in dataclasses.fields(ReplicaState):
             m = copy.deepcopy(ps)

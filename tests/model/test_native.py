@@ -163,7 +163,7 @@ def _stamp_objects(path: str) -> str:
     parts = op.loads(Path(path).read_bytes()).model.partitions.values()
     steady = [ps for ps in parts if ps is not None and not ps.open and ps.election is None]
     replicas = [rs for ps in steady for rs in ps.replica_states.values()]
-    stamps = [rs.observed_at for rs in replicas]
+    stamps = [ps.last_seen for ps in steady] + [rs.observed_at for rs in replicas]
     truncations = [rs.last_truncation for rs in replicas]
     return " ".join(
         str(n)
