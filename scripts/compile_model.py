@@ -67,16 +67,26 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
             )
             return 1
-        staging = dest.with_name(dest.name + ".new")
-        shutil.rmtree(staging, ignore_errors=True)
-        (staging / "model").mkdir(parents=True)
-        (staging / "lib").mkdir()
-        for m in modules:
-            shutil.move(str(m), staging / "model" / m.name)
-        shutil.move(str(libs[0]), staging / "lib" / libs[0].name)
-        (staging / "SOURCES").write_text(digest + "\n")
-        shutil.rmtree(dest, ignore_errors=True)
-        staging.rename(dest)
+        # A staging directory of this run's own (two runs at once -- `make setup` twice
+        # -- each install whole), renamed into place.
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=dest.name + ".new-", dir=dest.parent))
+        try:
+            staging.chmod(0o755)  # mkdtemp's is 0700: the image's runtime user reads it
+            (staging / "model").mkdir()
+            (staging / "lib").mkdir()
+            for m in modules:
+                shutil.move(str(m), staging / "model" / m.name)
+            shutil.move(str(libs[0]), staging / "lib" / libs[0].name)
+            (staging / "SOURCES").write_text(digest + "\n")
+            shutil.rmtree(dest, ignore_errors=True)
+            staging.rename(dest)
+        except OSError:  # e.g. another run installed its build between the last two lines
+            shutil.rmtree(staging, ignore_errors=True)
+            if not (stamp.is_file() and stamp.read_text().strip() == digest):
+                raise
+            print(f"compile_model: {dest} is current (built by another run meanwhile)")
+            return 0
     print(f"compile_model: {len(modules)} modules compiled into {dest}")
     return 0
 

@@ -68,7 +68,24 @@ def default_dir(package_dir: Path) -> Path:
 
 def find(package_dir: Path, env: Mapping[str, str]) -> tuple[Path | None, str]:
     """The build to load (its directory: ``model/`` holds the modules, ``lib/`` mypyc's
-    shared library), or None for the source; and why, in a sentence."""
+    shared library), or None for the source; and why, in a sentence.
+
+    Refuses (``ImportError``) compiled modules left beside the sources (mypyc run in
+    place): Python would import them before the ``.py`` files, whatever the setting says,
+    and run them stale once a source is edited."""
+    if not package_dir.is_dir():
+        # Read from a zip (``--py-files``): Python loads no C extension from one, and
+        # nothing tells which sources a build would have to match. Either runs the same.
+        return None, f"the model runs from source: its package is read from {package_dir}"
+    suffix = str(sysconfig.get_config_var("EXT_SUFFIX"))
+    in_place = sorted(p.name for p in package_dir.glob(f"*{suffix}"))
+    if in_place:
+        raise ImportError(
+            f"compiled modules beside the model's sources in {package_dir}: "
+            f"{', '.join(in_place)} (mypyc run in place?); Python would import them instead "
+            "of the .py files -- remove them (builds go to .cache/native-model: "
+            "scripts/compile_model.py)"
+        )
     setting = env.get(ENV, "").strip()
     if setting.lower() in _OFF:
         return None, f"the model runs from source ({ENV}={setting})"
@@ -79,14 +96,22 @@ def find(package_dir: Path, env: Mapping[str, str]) -> tuple[Path | None, str]:
     else:
         try:
             current = sources_digest(package_dir)
-        except OSError:  # the package read from a zip (--py-files): no build applies
+        except OSError:  # a source unreadable: no build can be known to match
             current = ""
         if stamp.read_text().strip() == current:
             return where, f"the model runs compiled (mypyc), from {where}"
-        why = f"the compiled model at {where} is of other sources than {package_dir} (stale)"
+        why = (
+            f"the compiled model at {where} was built from other sources than those in "
+            f"{package_dir}, or for another Python (stale)"
+        )
     if setting:
         raise ImportError(
             f"{ENV}={setting}: {why}; build it with `python scripts/compile_model.py "
             f"--dest {setting}`, or unset {ENV} to run the source"
+        )
+    if not (package_dir.parents[1] / "pyproject.toml").is_file():  # installed, not a checkout
+        return None, (
+            f"the model runs from source (an installed package; {ENV}=DIR runs a build "
+            "made with scripts/compile_model.py --dest DIR)"
         )
     return None, f"{why}: the model runs from source (`make setup` compiles it)"

@@ -138,8 +138,7 @@ def test_a_bucket_stored_by_either_loads_in_the_other(tmp_path: Path) -> None:
 def test_a_build_of_other_sources_is_not_loaded(tmp_path: Path) -> None:
     """An edited model file: the default build is left aside (the source runs); a build
     named by MONITOR_MODEL_NATIVE is refused by name."""
-    pkg = tmp_path / "repo" / "monitor" / "model"
-    shutil.copytree(PACKAGE, pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    pkg = _checkout_copy(tmp_path)
     built = _native.default_dir(pkg)
     built.mkdir(parents=True)
     (built / "SOURCES").write_text(_native.sources_digest(pkg) + "\n")
@@ -152,6 +151,46 @@ def test_a_build_of_other_sources_is_not_loaded(tmp_path: Path) -> None:
         _native.find(pkg, {_native.ENV: str(built)})
     with pytest.raises(ImportError, match="no compiled model"):
         _native.find(pkg, {_native.ENV: str(tmp_path / "nowhere")})
+    assert _native.find(pkg, {_native.ENV: "off"})[0] is None
+
+
+def _checkout_copy(tmp_path: Path) -> Path:
+    """The model's sources in a checkout of their own under ``tmp_path``: its package dir."""
+    pkg = tmp_path / "repo" / "monitor" / "model"
+    shutil.copytree(PACKAGE, pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "repo" / "pyproject.toml").write_text("")
+    return pkg
+
+
+def test_where_no_build_applies_the_source_runs_and_says_why(tmp_path: Path) -> None:
+    """A package read from a --py-files zip runs the source whatever the setting names (no
+    C extension loads from a zip); an installed package without a build says how to use
+    one, not `make setup`."""
+    built = tmp_path / "built"
+    (built / "model").mkdir(parents=True)
+    (built / "SOURCES").write_text("x\n")
+    zipped = tmp_path / "monitor-py.zip" / "monitor" / "model"
+    for env in ({}, {_native.ENV: str(built)}, {_native.ENV: "off"}):
+        where, why = _native.find(zipped, env)
+        assert where is None and why == (
+            f"the model runs from source: its package is read from {zipped}"
+        )
+    installed = tmp_path / "site-packages" / "monitor" / "model"
+    shutil.copytree(PACKAGE, installed, ignore=shutil.ignore_patterns("__pycache__"))
+    where, why = _native.find(installed, {})
+    assert where is None and "an installed package" in why and "make setup" not in why
+
+
+def test_compiled_modules_beside_the_sources_are_refused(tmp_path: Path) -> None:
+    """mypyc run in place leaves modules Python imports before the .py files, whatever
+    MONITOR_MODEL_NATIVE says: refused by name, even with the source asked for."""
+    pkg = _checkout_copy(tmp_path)
+    stray = pkg / f"partition{sysconfig.get_config_var('EXT_SUFFIX')}"
+    stray.write_bytes(b"")
+    for env in ({}, {_native.ENV: "off"}):
+        with pytest.raises(ImportError, match=rf"beside the model's sources.*{stray.name}"):
+            _native.find(pkg, env)
+    stray.unlink()
     assert _native.find(pkg, {_native.ENV: "off"})[0] is None
 
 
