@@ -841,6 +841,62 @@ def reassignment_replaces_every_replica() -> Timeline:
     return tl
 
 
+def reassignment_between_reads() -> Timeline:
+    """Moves that begin and end between two metadata reads (a small partition copies in
+    seconds; decommissioning a broker moves many): partition 0 (RF 1) from [2] to [3],
+    partition 1 (RF 3) from [1, 2, 3] to [4, 5, 6]. No read sees the adding replicas; the
+    next shows a new leader outside the last ISR, with none of it in the new one -- but a
+    broker that was not a replica at all, which no election of Kafka's own would pick."""
+    tl = Timeline(topic="moved")
+    tl.config(rf=3, min_isr=1)
+    leo = 10_000
+    moves = {0: ([2], [3]), 1: ([1, 2, 3], [4, 5, 6])}
+    for i in range(10):
+        done = i >= 5
+        for p, (old, new) in moves.items():
+            for b in new if done else old:
+                lead = b == (new if done else old)[0]
+                tl.replica(b, leo=leo, hw=leo if lead else None, partition=p)
+            tl.advance(1)
+            replicas = new if done else old
+            tl.meta(
+                leader=replicas[0], epoch=3 if done else 2, replicas=replicas, isr=replicas,
+                hw=leo, partition=p, epoch_start=leo - 500 if i == 5 else None,
+            )  # fmt: skip
+        tl.advance(5 * SECOND - 2)
+        leo += 500
+    return tl
+
+
+def follower_disk_replaced() -> Timeline:
+    """A follower's disk is replaced: broker 3 stops, comes back with an empty log and
+    copies the partition from the leader's log start (80,000) until it rejoins the ISR.
+    Its log end goes from 119,995 far below the committed HW -- the leader and broker 2
+    still hold every committed offset."""
+    tl = Timeline(topic="disk")
+    tl.config(rf=3, min_isr=2)
+    leo = _rounds(tl, 4, 100_000, leader=1, epoch=5, isr=[1, 2, 3])
+    isr = [1, 2]
+    copied = 80_000
+    for i in range(12):
+        leo += 5_000
+        for b in (1, 2):
+            tl.broker(b)
+            tl.replica(b, leo=leo if b == 1 else leo - 5)
+        if i < 3:
+            tl.broker(3, alive=False)
+        else:
+            copied = min(leo - 5, copied + 15_000)
+            tl.broker(3)
+            tl.replica(3, leo=copied)
+            if copied == leo - 5:
+                isr = [1, 2, 3]
+        tl.advance(2)
+        tl.meta(leader=1, epoch=5, replicas=[1, 2, 3], isr=isr, hw=leo - 5)
+        tl.advance(5 * SECOND - 2)
+    return tl
+
+
 def failback_after_blind_failover() -> Timeline:
     """A rolling restart's two steps: leader 1 stops and 2 takes over while the collector is
     blind to 2 for a round (its epoch record a round late); 1 comes back, catches up, rejoins
@@ -876,6 +932,51 @@ def failback_after_blind_failover() -> Timeline:
     tl.advance(5 * SECOND - 2)
     _rounds(tl, 3, leo, leader=1, epoch=7, isr=[1, 2, 3], hw_ahead=40)
     return tl
+
+
+def _failback_old_leader_ahead(topic: str, unclean: bool) -> Timeline:
+    """A rolling restart's failover and failback: leader 1's last page, read just before
+    its controlled shutdown, holds 3 offsets its followers do not (in flight, never
+    committed); 2 takes over at epoch 6 below them -- so 1 must truncate them. 1 comes back
+    while 2 leads, truncates, catches up, rejoins the ISR and gets its leadership back by a
+    preferred election, rejoin and election between two reads: the last ISR seen ([2, 3])
+    does not hold it; the new one holds it with both."""
+    tl = Timeline(topic=topic)
+    tl.config(rf=3, min_isr=2, unclean=unclean)
+    leo = _rounds(tl, 4, 100_000, leader=1, epoch=5, isr=[1, 2, 3])
+    leo += 5_000
+    for b in (1, 2, 3):  # the last round before the handover: 1 a fetch ahead
+        tl.broker(b)
+        tl.replica(b, leo=leo if b == 1 else leo - 5)
+    tl.advance(2)
+    tl.meta(leader=1, epoch=5, replicas=[1, 2, 3], isr=[1, 2, 3], hw=leo - 5)
+    tl.advance(5 * SECOND - 2)
+    start, leo = leo - 3, leo + 5_000
+    tl.broker(1, alive=False)
+    for b in (2, 3):
+        tl.broker(b)
+        tl.replica(b, leo=leo if b == 2 else leo - 5)
+    tl.advance(2)
+    tl.meta(leader=2, epoch=6, replicas=[1, 2, 3], isr=[2, 3], hw=leo - 5, epoch_start=start)
+    tl.advance(5 * SECOND - 2)
+    leo = _rounds(tl, 3, leo, leader=2, epoch=6, isr=[2, 3], jmx=(2, 3))
+    leo += 5_000
+    for b in (1, 2, 3):
+        tl.broker(b)
+        tl.replica(b, leo=leo if b == 1 else leo - 5)
+    tl.advance(2)
+    tl.meta(leader=1, epoch=7, replicas=[1, 2, 3], isr=[1, 2, 3], hw=leo - 5, epoch_start=leo)
+    tl.advance(5 * SECOND - 2)
+    _rounds(tl, 3, leo, leader=1, epoch=7, isr=[1, 2, 3])
+    return tl
+
+
+def failback_old_leader_ahead() -> Timeline:
+    return _failback_old_leader_ahead("fbahead", unclean=False)
+
+
+def failback_old_leader_ahead_unclean_allowed() -> Timeline:
+    return _failback_old_leader_ahead("fbahead_unclean", unclean=True)
 
 
 def controller_restart_without_process_start() -> Timeline:
@@ -1483,6 +1584,69 @@ SCENARIOS: list[Scenario] = [
             "leader_election:event failback/0 broker 1",
         ],
         forbid=["committed_data_loss", "unclean_election", "truncation_below_hw"],
+        routine=True,
+    ),
+    Scenario(
+        "reassignment_between_reads",
+        "A move that begins and ends between two reads (RF 1 [2] -> [3]; RF 3 [1, 2, 3] -> "
+        "[4, 5, 6]) shows only its end: a new leader outside the last ISR, none of which is "
+        "in the new one. That leader was not a replica when last seen, and no election of "
+        "Kafka's picks a broker outside the replica set: a reassignment's handover, judged by "
+        "its log (no loss) -- not an unclean election.",
+        reassignment_between_reads,
+        expect=[
+            "leader_election:event moved/0 broker 3",
+            "leader_election:event moved/1 broker 4",
+        ],
+        forbid=["unclean_election", "committed_data_loss", "isr_shrink"],
+        details=[("leader_election", "membership", "reassigned_to")],
+        routine=True,
+    ),
+    Scenario(
+        "follower_disk_replaced",
+        "A follower comes back from a disk replacement with an empty log and copies the "
+        "partition again: its log end falls far below the committed HW, which the leader "
+        "and the other follower still hold. A follower's truncation is a warning (a "
+        "ticket), not a page: no committed data is gone, and were it elected holding less, "
+        "committed_data_loss would page.",
+        follower_disk_replaced,
+        expect=[
+            "truncation_below_hw:event disk/0 broker 3",
+            "isr_shrink:event disk/0 broker 3",
+            "isr_expand:event disk/0 broker 3",
+        ],
+        forbid=["committed_data_loss", "leader_election", "hw_regression"],
+        details=[("truncation_below_hw", "leader", 1)],
+        routine=True,
+    ),
+    Scenario(
+        "failback_old_leader_ahead",
+        "A rolling restart: the old leader's last page held 3 in-flight offsets its "
+        "successor's epoch starts below (it must truncate them); it comes back, rejoins and "
+        "is elected back between two reads. Rejoining, it truncated (KIP-101): its old "
+        "suffix proves no loss, and the loss it would give cannot make the election unclean "
+        "in turn. The topic lets no unclean election happen: nothing but the elections.",
+        failback_old_leader_ahead,
+        expect=[
+            "leader_election:event fbahead/0 broker 2",
+            "leader_election:event fbahead/0 broker 1",
+        ],
+        forbid=["committed_data_loss", "unclean_election", "election_unverified"],
+        routine=True,
+    ),
+    Scenario(
+        "failback_old_leader_ahead_unclean_allowed",
+        "The same failback on a topic with unclean.leader.election.enable: had the "
+        "controller elected the old leader from outside the ISR, its suffix would be lost "
+        "committed data. Nothing says which: a warning that the loss is not verified (at "
+        "most the committed offsets above the suffix), never a page.",
+        failback_old_leader_ahead_unclean_allowed,
+        expect=[
+            "leader_election:event fbahead_unclean/0 broker 2",
+            "leader_election:event fbahead_unclean/0 broker 1",
+            "election_unverified:event fbahead_unclean/0 broker 1",
+        ],
+        forbid=["committed_data_loss", "unclean_election"],
         routine=True,
     ),
     Scenario(

@@ -42,7 +42,7 @@ from monitor.model import rules
 from monitor.model._emit import Emitter
 from monitor.model.config import ModelConfig
 from monitor.model.events import PartitionMeta
-from monitor.model.findings import FindingKind
+from monitor.model.findings import FindingKind, Severity
 from monitor.model.state import ElectionCheck, EpochEntry, PartitionState, ReplicaState
 
 K = FindingKind
@@ -61,18 +61,28 @@ class Before:
     elr: tuple[int, ...]
     adding: tuple[int, ...]
     meta_at: int
+    #: Its replicas (empty: not known).
+    replicas: tuple[int, ...] = ()
 
 
 def start_election(
-    s: PartitionState, before: Before, ev: PartitionMeta, config: ModelConfig, emit: Emitter
+    s: PartitionState,
+    before: Before,
+    ev: PartitionMeta,
+    config: ModelConfig,
+    emit: Emitter,
+    unclean_allowed: bool = True,
 ) -> None:
     """``ev`` shows a new leader at a new epoch: report the election, then judge it (or
-    wait)."""
+    wait). ``unclean_allowed``: the topic's ``unclean.leader.election.enable`` (True when
+    not known)."""
     assert ev.leader is not None
     leader, epoch, t = ev.leader, ev.leader_epoch, ev.observed_at
     epoch_record = ev.epoch_start_offset
     prev_leader, prev_epoch = before.leader, before.epoch
-    membership = rules.election_membership(leader, before.isr, before.elr, ev.isr, before.adding)
+    membership = rules.election_membership(
+        leader, before.isr, before.elr, ev.isr, before.adding, before.replicas
+    )
     # Only a leader outside the last ISR whose new ISR holds none of it, and that no
     # reassignment was adding, is unclean by membership; the others are judged by their
     # log (witness loss).
@@ -100,6 +110,18 @@ def start_election(
         "start_offset": epoch_record if epoch_record is not None else -1,
         "committed_hw_before": s.max_hw,
     }
+    # Its log beyond an earlier epoch's start that it never truncated to is another epoch's
+    # suffix: valid only below it -- if it was elected from outside the ISR. Membership that
+    # leaves a clean election open (it rejoined and was elected between two reads, or a
+    # reassignment handed over to it) leaves the mark unproven: to lead from the ISR it
+    # fetched from the last leader, truncating first (KIP-101), and a loss found from the
+    # mark alone cannot in turn prove the election unclean. Where the topic lets the
+    # controller elect outside the ISR, that loss stays possible: said, not paged (_decide).
+    valid_below = leader_rs.must_truncate_to if leader_rs is not None else -1
+    if valid_below >= 0 and clean and config.epoch_truncation:
+        if unclean_allowed:
+            details["unproven_suffix_from"] = valid_below
+        valid_below = -1
     emit.event(K.LEADER_ELECTION, t, details, broker=leader)
     # An earlier election still undecided is folded into this one: its committed HW is
     # still the one this election is judged against (nothing was rebased).
@@ -114,9 +136,7 @@ def start_election(
         committed_at=s.max_hw_at,
         clean=clean,
         leader_before_leo=prev_rs.leo if prev_rs is not None else -1,
-        # Its log beyond an earlier epoch's start that it never truncated to is another
-        # epoch's suffix: valid only below it.
-        valid_below=leader_rs.must_truncate_to if leader_rs is not None else -1,
+        valid_below=valid_below,
         leo_before=(
             _latest(leader_rs)
             if leader_rs is not None and 0 <= leader_rs.observed_at < before.meta_at
@@ -322,6 +342,25 @@ def _decide(
                     broker=c.leader,
                 )
             s.max_hw, s.max_hw_at = valid, t  # rebased on what the new leader holds
+        elif 0 <= (suffix := c.details.get("unproven_suffix_from", -1)) < c.committed:
+            # Nothing lost if it was elected from the ISR; the committed offsets above where
+            # its unproven suffix began, if from outside (start_election).
+            emit.event(
+                K.ELECTION_UNVERIFIED,
+                t,
+                {
+                    **c.details,
+                    "committed_hw_before": c.committed,
+                    "waited_ms": t - c.at,
+                    "leader_leo_sampled_before": c.pre,
+                    "lost_at_most": c.committed - suffix,
+                    "why": f"not seen rejoining the ISR, it held another epoch's records "
+                    f"above {suffix} when last sampled: nothing is lost if it rejoined "
+                    "before its election, the committed offsets above it if it was elected "
+                    "from outside the ISR",
+                },
+                broker=c.leader,
+            )
         c.on_sample, c.used = basis == "sample", leo
         # After a verdict on a sample, a later epoch record may still refine it.
         s.election = c if c.on_sample else None
@@ -416,11 +455,16 @@ def truncate(
     t: int,
     emit: Emitter,
     epoch: int | None = None,
+    follower: bool = False,
 ) -> None:
     """``broker``'s log end went down to ``leo``: report it if committed offsets went.
 
     ``epoch``: the leadership it happened under when not the current one (a truncation
-    first believed at the election that followed it)."""
+    first believed at the election that followed it). ``follower``: a replica that does
+    not lead -- a warning, not a page: the leader still holds what it removed (a disk
+    replaced, a log rebuilt from the leader), and were it elected holding less than was
+    committed, the election's ``committed_data_loss`` pages. A leader's, or a new leader's
+    at its election, is critical."""
     epoch = s.leader_epoch if epoch is None else epoch
     committed = s.max_hw
     # Truncating down to the new epoch's start is the leader-epoch protocol at work: what it
@@ -441,4 +485,5 @@ def truncate(
                 "epoch": epoch,
             },
             broker=broker,
+            severity=Severity.WARNING if follower else None,
         )

@@ -295,7 +295,13 @@ def _apply_meta(s: PartitionState, ev: PartitionMeta, ctx: Context, emit: Emitte
     prev_isr, prev_elr, prev_epoch = s.isr, s.eligible_leader_replicas, s.leader_epoch
     prev_leader = s.leader if s.leader is not None else _last_leader(s)
     before = election.Before(
-        prev_leader, prev_epoch, prev_isr, prev_elr, s.adding_replicas, meta_at=s.meta_at
+        prev_leader,
+        prev_epoch,
+        prev_isr,
+        prev_elr,
+        s.adding_replicas,
+        meta_at=s.meta_at,
+        replicas=s.replicas,
     )
     s.meta_at = t
     s.last_seen = max(s.last_seen, t)
@@ -330,7 +336,8 @@ def _apply_meta(s: PartitionState, ev: PartitionMeta, ctx: Context, emit: Emitte
             s.leader_epoch = ev.leader_epoch
             if ev.leader is not None and ev.leader != prev_leader:
                 s.leader = prev_leader  # judged against the log as it stood
-                election.start_election(s, before, ev, ctx.config, emit)
+                unclean = ctx.topic is None or ctx.topic.unclean_leader_election_enable
+                election.start_election(s, before, ev, ctx.config, emit, unclean)
                 s.leader = ev.leader
                 _reset_leader_measurements(s, t)
             else:
@@ -518,7 +525,7 @@ def _apply_replica(s: PartitionState, ev: ReplicaReport, ctx: Context, emit: Emi
             # replica sample has no topic id). Believed once metadata shows the same id.
             rs.suspect_leo = leo
             return True
-        election.truncate(s, ev.broker, rs, leo, t, emit)
+        election.truncate(s, ev.broker, rs, leo, t, emit, follower=ev.broker != s.leader)
     rs.suspect_leo = -1
     rs.leo = leo
     if rs.must_truncate_to >= 0 and leo <= rs.must_truncate_to:

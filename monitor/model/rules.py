@@ -51,15 +51,18 @@ def election_membership(
     prev_elr: Sequence[int],
     new_isr: Sequence[int],
     prev_adding: Sequence[int],
+    prev_replicas: Sequence[int] = (),
 ) -> str:
     """What membership says of an election: ``in_last_isr`` (clean), ``outside_last_isr``
     (unclean), or -- for a new leader outside the last ISR and ELR -- one of two cases
     membership cannot decide, left to the new leader's log (a loss makes them unclean):
 
-    - ``reassigned_to``: it was a replica a running reassignment was adding. KRaft ends a
-      move by adding the caught-up replica to the ISR and, when the old leader is being
-      removed, making it leader in the same change (a full move, RF 1 included, leaves none
-      of the last ISR in the new one);
+    - ``reassigned_to``: it was a replica a running reassignment was adding, or not a
+      replica at all when last seen (a move that began and ended between two reads: a small
+      partition's takes seconds). KRaft ends a move by adding the caught-up replica to the
+      ISR and, when the old leader is being removed, making it leader in the same change (a
+      full move, RF 1 included, leaves none of the last ISR in the new one); no election
+      of Kafka's own, clean or not, picks a broker outside the replica set;
     - ``rejoined_with_last_isr``: the new ISR holds a member of the last one too, so it may
       have joined the ISR and been elected cleanly between two samples (a preferred election
       right after a rejoin) or been elected uncleanly with the old leader back since
@@ -69,12 +72,16 @@ def election_membership(
     'rejoined_with_last_isr'
     >>> election_membership(3, prev_isr=(2,), prev_elr=(), new_isr=(3,), prev_adding=(3,))
     'reassigned_to'
-    >>> election_membership(2, prev_isr=(1,), prev_elr=(), new_isr=(2,), prev_adding=())
+    >>> election_membership(3, prev_isr=(2,), prev_elr=(), new_isr=(3,), prev_adding=(),
+    ...                     prev_replicas=(2,))
+    'reassigned_to'
+    >>> election_membership(2, prev_isr=(1,), prev_elr=(), new_isr=(2,), prev_adding=(),
+    ...                     prev_replicas=(1, 2))
     'outside_last_isr'
     """
     if new_leader is None or not is_unclean_election(new_leader, prev_isr, prev_elr):
         return "in_last_isr"
-    if new_leader in prev_adding:
+    if new_leader in prev_adding or (prev_replicas and new_leader not in prev_replicas):
         return "reassigned_to"
     if any(b in new_isr for b in (*prev_isr, *prev_elr) if b != new_leader):
         return "rejoined_with_last_isr"

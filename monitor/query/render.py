@@ -58,6 +58,15 @@ SUMMARIES: dict[str, _Summary] = {
         else f"leader {d['leader']} was not in ISR {d['isr_before']} (epoch {d['epoch']}); "
         f"its LEO {d['start_offset']} vs committed HW {d['committed_hw_before']}"
     ),
+    "election_unverified": lambda d: (
+        f"leader {d['leader']} (epoch {d['epoch']}): loss not verified"
+        + (
+            f", at most {d['lost_at_most']} committed offsets"
+            if d.get("lost_at_most") is not None
+            else ""
+        )
+        + f" -- {d['why']}"
+    ),
     "committed_data_loss": lambda d: (
         f"lost {d['lost_count']} committed offsets [{d['lost_from']}, {d['lost_to']}): new leader "
         f"{d['new_leader']} holds up to {d['new_leader_leo']}, HW was {d['committed_hw_before']}"
