@@ -897,6 +897,34 @@ def follower_disk_replaced() -> Timeline:
     return tl
 
 
+def elr_election_after_unreported_round() -> Timeline:
+    """Kafka 4.1+ (ELR on): brokers 3 then 2 stop; the ISR shrinks below min ISR 2 to [1]
+    and the controller keeps 2 in the eligible leader replicas (KIP-966: it held the
+    committed HW when it left). One read falls back to the Metadata API, which carries no
+    ELR (None: not reported). Then 1 stops and 2, back, is elected from the ELR -- clean."""
+    tl = Timeline(topic="elr")
+    tl.config(rf=3, min_isr=2)
+    leo = 100_000
+
+    def round(isr: list[int], elr: list[int] | None, leader: int = 1, epoch: int = 4) -> None:
+        for b in (1, 2, 3):
+            tl.broker(b, alive=b in isr)
+            if b in isr:
+                tl.replica(b, leo=leo)
+        tl.advance(2)
+        tl.meta(
+            leader=leader, epoch=epoch, replicas=[1, 2, 3], isr=isr, hw=leo, elr=elr,
+        )  # fmt: skip
+        tl.advance(5 * SECOND - 2)
+
+    for isr, elr in (([1, 2, 3], []), ([1, 2, 3], []), ([1, 2], []), ([1], [2]), ([1], None)):
+        round(isr, elr)
+        leo += 1_000 if len(isr) >= 2 else 0  # below min ISR: acks=all writes fail
+    round([2], [1], leader=2, epoch=5)
+    round([2], [1], leader=2, epoch=5)
+    return tl
+
+
 def failback_after_blind_failover() -> Timeline:
     """A rolling restart's two steps: leader 1 stops and 2 takes over while the collector is
     blind to 2 for a round (its epoch record a round late); 1 comes back, catches up, rejoins
@@ -1618,6 +1646,16 @@ SCENARIOS: list[Scenario] = [
         forbid=["committed_data_loss", "leader_election", "hw_regression"],
         details=[("truncation_below_hw", "leader", 1)],
         routine=True,
+    ),
+    Scenario(
+        "elr_election_after_unreported_round",
+        "An election from the eligible leader replicas (KIP-966) after a read that carried "
+        "no ELR (a fallback to the Metadata API): not reported is not empty -- the ELR last "
+        "reported ([2]) stands, and 2's election is clean, not a page.",
+        elr_election_after_unreported_round,
+        expect=["leader_election:event elr/0 broker 2", "under_min_isr:open elr/0"],
+        forbid=["unclean_election", "committed_data_loss"],
+        details=[("leader_election", "clean", True)],
     ),
     Scenario(
         "failback_old_leader_ahead",

@@ -170,7 +170,10 @@ def _is_steady(s: PartitionState, ev: PartitionMeta) -> bool:
         and ev.isr == s.isr
         and ev.replicas == s.replicas
         and ev.offline_replicas == s.offline_replicas
-        and (ev.eligible_leader_replicas or ()) == s.eligible_leader_replicas
+        and (
+            ev.eligible_leader_replicas is None
+            or ev.eligible_leader_replicas == s.eligible_leader_replicas
+        )
         and (
             # no reassignment said, or none said running and none held
             (ev.adding_replicas is None and ev.removing_replicas is None)
@@ -319,8 +322,11 @@ def _apply_meta(s: PartitionState, ev: PartitionMeta, ctx: Context, emit: Emitte
         s.replicas = shared(ev.replicas)
     if ev.offline_replicas != s.offline_replicas:
         s.offline_replicas = shared(ev.offline_replicas)
-    if (ev.eligible_leader_replicas or ()) != s.eligible_leader_replicas:
-        s.eligible_leader_replicas = shared(ev.eligible_leader_replicas or ())
+    # None: not reported (a read that fell back to the Metadata API, a Kafka without ELR) --
+    # the ELR last reported stands; forgetting it made the next election from it unclean.
+    elr = ev.eligible_leader_replicas
+    if elr is not None and elr != s.eligible_leader_replicas:
+        s.eligible_leader_replicas = shared(elr)
     s.leader = ev.leader
     if ev.log_start_offset is not None:
         s.log_start_offset = ev.log_start_offset
