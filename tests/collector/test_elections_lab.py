@@ -14,20 +14,19 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import monitor.collector.collector as collector_module
-from monitor.collector import Collector, CollectorConfig
-from monitor.contract.events import AnyEvent, BrokerEvent, PartitionEvent, dumps, to_model
+from monitor.contract.events import BrokerEvent, to_model
 from monitor.dev.lab.admin import create_topic, elect_leader, wait_for_partitions
 from monitor.dev.lab.cluster import Lab
 from monitor.dev.lab.gate import EndpointGate
 from monitor.dev.lab.load import produce, verify
-from monitor.model import ClusterModel, Finding, FindingKind, FindingState, ModelConfig
-from tests.collector.helpers import Load, Recording, names
+from monitor.model import ClusterModel, FindingKind, FindingState, ModelConfig
+from tests.collector.helpers import HandRounds, Load, Recording, names
 
 pytestmark = pytest.mark.lab
 
@@ -40,63 +39,6 @@ DATA_KINDS = {
     K.HW_REGRESSION,
     K.LOG_DIVERGENCE,
 }
-
-
-class HandRounds:
-    """The real collector, one round when the test says; its events through the model."""
-
-    def __init__(
-        self,
-        lab: Lab,
-        jmx_urls: dict[int, str],
-        events_file: Path,
-        model: ModelConfig | None = None,
-    ) -> None:
-        self.config = CollectorConfig(
-            cluster="lab",
-            kafka={"bootstrap_servers": lab.bootstrap_servers, "request_timeout_ms": 3000},
-            jmx_urls=jmx_urls,
-            interval_s=1.0,
-            jmx_timeout_s=1.0,
-            config_every_rounds=1,
-        )
-        self.collector = Collector(self.config)
-        self.model = ClusterModel(model or ModelConfig())
-        self.events: list[AnyEvent] = []
-        self.findings: list[Finding] = []
-        self._file = events_file.open("w")
-
-    def __enter__(self) -> HandRounds:
-        self.collector.start(produce=False)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.collector.stop()
-        self._file.close()
-
-    def round(self) -> list[AnyEvent]:
-        res = self.collector.round()
-        for ev in res.events:
-            self.events.append(ev)
-            self._file.write(dumps(ev) + "\n")
-            self.findings.extend(self.model.apply(to_model(ev)))
-        self._file.flush()
-        return res.events
-
-    def until(
-        self, what: str, pred: Callable[[PartitionEvent], bool], topic: str, rounds: int = 60
-    ) -> PartitionEvent:
-        """Rounds, a second apart, until a partition event of ``topic`` satisfies ``pred``."""
-        for _ in range(rounds):
-            started = time.monotonic()
-            for ev in self.round():
-                if isinstance(ev, PartitionEvent) and ev.topic == topic and pred(ev):
-                    return ev
-            time.sleep(max(0.0, 1.0 - (time.monotonic() - started)))
-        raise AssertionError(f"no round showed {topic} {what} in {rounds} rounds")
-
-    def of(self, topic: str) -> list[Finding]:
-        return [f for f in self.findings if f.topic == topic]
 
 
 @pytest.fixture

@@ -318,6 +318,13 @@ def reassign(
         raise LabError(f"reassignment of {topic} refused: {refused}")
 
 
+def throttle(bootstrap_servers: str, topic: str, bytes_per_s: int, timeout_s: float = 30.0) -> None:
+    """Throttle the replication of every replica of ``topic`` to ``bytes_per_s`` on every
+    broker (as :func:`reassign`'s throttle; :func:`unthrottle` removes it): a follower
+    copying a log again copies it slowly."""
+    _throttle(bootstrap_servers, topic, str(bytes_per_s), "*", timeout_s)
+
+
 def unthrottle(bootstrap_servers: str, topic: str, timeout_s: float = 30.0) -> None:
     """Remove what :func:`reassign` set for its throttle."""
     _throttle(bootstrap_servers, topic, None, None, timeout_s)
