@@ -77,19 +77,27 @@ def test_replay_missing_file_is_a_clear_error(capsys: pytest.CaptureFixture[str]
     assert "cannot read /nonexistent/events.jsonl" in capsys.readouterr().err
 
 
-def test_replay_min_severity_filters(capsys: pytest.CaptureFixture[str]) -> None:
-    main(
-        [
-            "replay",
-            str(DATA / "seed1_hw_truncation.jsonl"),
-            "--format",
-            "json",
-            "--min-severity",
-            "critical",
-        ]
-    )
+#: Seed 1's findings at warning and above: the follower's truncation is a warning, the loss
+#: at its election critical (info: the election, the ISR's expansion).
+SEED1_WARNINGS = {
+    "truncation_below_hw", "isr_shrink", "stale_telemetry", "under_replicated", "at_min_isr",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("severity", "expected"),
+    [
+        ("critical", {"committed_data_loss"}),
+        ("warning", {"committed_data_loss", *SEED1_WARNINGS}),
+    ],
+)
+def test_replay_min_severity_filters(
+    capsys: pytest.CaptureFixture[str], severity: str, expected: set[str]
+) -> None:
+    path = str(DATA / "seed1_hw_truncation.jsonl")
+    main(["replay", path, "--format", "json", "--min-severity", severity])
     kinds = {json.loads(x)["kind"] for x in capsys.readouterr().out.splitlines()}
-    assert kinds == {"truncation_below_hw", "committed_data_loss"}
+    assert kinds == expected
 
 
 def test_schema_is_json_schema_of_all_kinds(capsys: pytest.CaptureFixture[str]) -> None:
