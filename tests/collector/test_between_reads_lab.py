@@ -16,7 +16,6 @@ from __future__ import annotations
 import shutil
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -40,16 +39,6 @@ from tests.collector.helpers import HandRounds, Load, names
 pytestmark = pytest.mark.lab
 
 K = FindingKind
-
-
-@pytest.fixture
-def gates(lab: Lab) -> Iterator[dict[int, EndpointGate]]:
-    opened = {b: EndpointGate(url) for b, url in lab.jmx_urls.items()}
-    try:
-        yield opened
-    finally:
-        for g in opened.values():
-            g.close()
 
 
 def test_a_reassignment_between_two_reads_is_a_handover(lab: Lab, tmp_path: Path) -> None:

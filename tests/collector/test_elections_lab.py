@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -39,16 +38,6 @@ DATA_KINDS = {
     K.HW_REGRESSION,
     K.LOG_DIVERGENCE,
 }
-
-
-@pytest.fixture
-def gates(lab: Lab) -> Iterator[dict[int, EndpointGate]]:
-    opened = {b: EndpointGate(url) for b, url in lab.jmx_urls.items()}
-    try:
-        yield opened
-    finally:
-        for g in opened.values():
-            g.close()
 
 
 def test_a_clean_failover_unseen_for_a_round_is_no_loss(
