@@ -925,6 +925,68 @@ def elr_election_after_unreported_round() -> Timeline:
     return tl
 
 
+def elr_election_shrink_unreported() -> Timeline:
+    """:func:`elr_election_after_unreported_round`, but the very read that shrank the ISR
+    to [1] carried no ELR: the monitor never saw 2 in the ELR. 2's election is outside the
+    last ISR and ELR seen -- on a topic that forbids unclean elections, so the controller
+    took it from an ELR the reads did not show. Its log decides: the epoch begins at the
+    committed HW (2 held every committed offset when it left the ISR), nothing lost."""
+    tl = Timeline(topic="elr-unseen")
+    tl.config(rf=3, min_isr=2)
+    leo = 100_000
+
+    def round(isr: list[int], elr: list[int] | None, leader: int = 1, epoch: int = 4,
+              start: int | None = None) -> None:  # fmt: skip
+        for b in (1, 2, 3):
+            tl.broker(b, alive=b in isr)
+            if b in isr:
+                tl.replica(b, leo=leo)
+        tl.advance(2)
+        tl.meta(
+            leader=leader, epoch=epoch, replicas=[1, 2, 3], isr=isr, hw=leo, elr=elr,
+            epoch_start=start,
+        )  # fmt: skip
+        tl.advance(5 * SECOND - 2)
+
+    for isr, elr in (([1, 2, 3], []), ([1, 2, 3], []), ([1, 2], []), ([1], None), ([1], None)):
+        round(isr, elr)
+        leo += 1_000 if len(isr) >= 2 else 0  # below min ISR: acks=all writes fail
+    round([2], None, leader=2, epoch=5, start=leo)
+    round([2], None, leader=2, epoch=5)
+    return tl
+
+
+def rolling_restart_rf2_between_reads() -> Timeline:
+    """A rolling restart of an RF 2 topic (min ISR 1, unclean elections off): broker 2
+    restarts (ISR [1]); between the next two reads it comes back, rejoins the ISR, and
+    broker 1 is restarted -- its controlled shutdown hands leadership to 2. The reads see
+    ISR [1] and then leader 2 with ISR [2]: outside the last ISR, none of it in the new
+    one, as an unclean election looks. The topic forbids those: 2's log decides, and its
+    epoch begins at the committed HW."""
+    tl = Timeline(topic="rf2")
+    tl.config(rf=2, min_isr=1)
+    leo = 100_000
+
+    def round(isr: list[int], leader: int, epoch: int, start: int | None = None) -> None:
+        for b in (1, 2):
+            tl.broker(b, alive=b in isr)
+            if b in isr:
+                tl.replica(b, leo=leo)
+        tl.advance(2)
+        tl.meta(leader=leader, epoch=epoch, replicas=[1, 2], isr=isr, hw=leo, epoch_start=start)
+        tl.advance(30 * SECOND - 2)
+
+    for isr, leader, epoch in (([1, 2], 1, 4), ([1, 2], 1, 4), ([1], 1, 4)):
+        round(isr, leader, epoch)
+        leo += 1_000
+    round([2], 2, 5, start=leo)  # 2 back and elected, 1 restarting: between two reads
+    leo += 1_000
+    round([2], 2, 5)
+    leo += 1_000
+    round([1, 2], 2, 5)
+    return tl
+
+
 def failback_after_blind_failover() -> Timeline:
     """A rolling restart's two steps: leader 1 stops and 2 takes over while the collector is
     blind to 2 for a round (its epoch record a round late); 1 comes back, catches up, rejoins
@@ -1656,6 +1718,29 @@ SCENARIOS: list[Scenario] = [
         expect=["leader_election:event elr/0 broker 2", "under_min_isr:open elr/0"],
         forbid=["unclean_election", "committed_data_loss"],
         details=[("leader_election", "clean", True)],
+    ),
+    Scenario(
+        "elr_election_shrink_unreported",
+        "An election from the ELR that the reads never showed: the read that shrank the ISR "
+        "below min ISR carried no ELR. Outside the last ISR seen, on a topic that forbids "
+        "unclean elections: the controller elected from an ISR or ELR the reads missed. The "
+        "log decides -- the epoch begins at the committed HW: no unclean election, no page.",
+        elr_election_shrink_unreported,
+        expect=["leader_election:event elr-unseen/0 broker 2", "under_min_isr:open elr-unseen/0"],
+        forbid=["unclean_election", "committed_data_loss", "election_unverified"],
+        details=[("leader_election", "membership", "outside_last_isr_unclean_disabled")],
+    ),
+    Scenario(
+        "rolling_restart_rf2_between_reads",
+        "An RF 2 topic's rolling restart: the follower back in the ISR and the leader's "
+        "controlled shutdown both between two reads. Leader 2 with ISR [2] after ISR [1] "
+        "looks like an unclean election; the topic forbids them, the log shows nothing "
+        "lost: a routine failover, no page.",
+        rolling_restart_rf2_between_reads,
+        expect=["leader_election:event rf2/0 broker 2"],
+        forbid=["unclean_election", "committed_data_loss", "election_unverified"],
+        details=[("leader_election", "membership", "outside_last_isr_unclean_disabled")],
+        routine=True,
     ),
     Scenario(
         "failback_old_leader_ahead",

@@ -81,11 +81,11 @@ def start_election(
     epoch_record = ev.epoch_start_offset
     prev_leader, prev_epoch = before.leader, before.epoch
     membership = rules.election_membership(
-        leader, before.isr, before.elr, ev.isr, before.adding, before.replicas
+        leader, before.isr, before.elr, ev.isr, before.adding, before.replicas, unclean_allowed
     )
-    # Only a leader outside the last ISR whose new ISR holds none of it, and that no
-    # reassignment was adding, is unclean by membership; the others are judged by their
-    # log (witness loss).
+    # Only a leader outside the last ISR whose new ISR holds none of it, that no
+    # reassignment was adding, on a topic that allows unclean elections, is unclean by
+    # membership; the others are judged by their log (witness loss).
     clean = membership != "outside_last_isr"
     prev_rs = s.replica_states.get(prev_leader) if prev_leader is not None else None
     leader_rs = s.replica_states.get(leader)
@@ -188,7 +188,7 @@ def on_epoch_record(s: PartitionState, start: int, t: int, emit: Emitter) -> Non
         valid = _valid(c, start)
         top = min(_valid(c, c.used), c.committed)
         if valid < top:
-            _emit_loss(s, c, valid, top, start, "epoch", t, emit, correction_of=c.used)
+            _report_loss(s, c, valid, top, start, "epoch", t, emit, correction_of=c.used)
         if s.max_hw <= c.used:
             # Rebased on what the new leader holds -- committed only up to the old HW.
             s.max_hw, s.max_hw_at = min(valid, c.committed), t
@@ -288,7 +288,7 @@ def _refine(
         rs.leo, rs.suspect_leo = leo, -1
     valid, top = _valid(c, leo), min(_valid(c, c.used), c.committed)
     if valid < top:
-        _emit_loss(s, c, valid, top, leo, "sample", t, emit, correction_of=c.used)
+        _report_loss(s, c, valid, top, leo, "sample", t, emit, correction_of=c.used)
         if s.max_hw <= c.used:
             # Rebased on what the new leader holds -- committed only up to the old HW.
             s.max_hw, s.max_hw_at = min(valid, c.committed), t
@@ -324,23 +324,7 @@ def _decide(
         valid = _valid(c, leo) if leo >= 0 else -1
         lost = rules.committed_offsets_lost(c.committed, valid)
         if lost is not None:
-            unclean_by_loss = c.clean and not _explained_by_truncation(s, c)
-            if unclean_by_loss:
-                c.clean = False  # the loss says how the election went: not clean
-            _emit_loss(s, c, lost[0], lost[1], leo, basis, t, emit)
-            if unclean_by_loss:
-                # A clean election cannot lose committed data: this one was not clean.
-                emit.event(
-                    K.UNCLEAN_ELECTION,
-                    t,
-                    {
-                        **c.details,
-                        "clean": False,
-                        "witness": "loss",
-                        "lost_count": lost[1] - lost[0],
-                    },
-                    broker=c.leader,
-                )
+            _report_loss(s, c, lost[0], lost[1], leo, basis, t, emit)
             s.max_hw, s.max_hw_at = valid, t  # rebased on what the new leader holds
         elif 0 <= (suffix := c.details.get("unproven_suffix_from", -1)) < c.committed:
             # Nothing lost if it was elected from the ISR; the committed offsets above where
@@ -365,6 +349,34 @@ def _decide(
         # After a verdict on a sample, a later epoch record may still refine it.
         s.election = c if c.on_sample else None
     emit.condition(K.ELECTION_PENDING, False, t)
+
+
+def _report_loss(
+    s: PartitionState,
+    c: ElectionCheck,
+    lost_from: int,
+    lost_to: int,
+    leo: int,
+    basis: str,
+    t: int,
+    emit: Emitter,
+    correction_of: int = -1,
+) -> None:
+    """``committed_data_loss`` of the offsets ``[lost_from, lost_to)``; at an election that
+    membership left clean (or ambiguous) and that no truncation of the new leader's
+    explains, an ``unclean_election`` too (``witness: loss``): a clean election loses no
+    committed data. Also when the loss comes as a correction of a verdict on a sample."""
+    unclean_by_loss = c.clean and not _explained_by_truncation(s, c)
+    if unclean_by_loss:
+        c.clean = False  # the loss says how the election went: not clean
+    _emit_loss(s, c, lost_from, lost_to, leo, basis, t, emit, correction_of)
+    if unclean_by_loss:
+        emit.event(
+            K.UNCLEAN_ELECTION,
+            t,
+            {**c.details, "clean": False, "witness": "loss", "lost_count": lost_to - lost_from},
+            broker=c.leader,
+        )
 
 
 def _emit_loss(

@@ -52,9 +52,10 @@ def election_membership(
     new_isr: Sequence[int],
     prev_adding: Sequence[int],
     prev_replicas: Sequence[int] = (),
+    unclean_allowed: bool = True,
 ) -> str:
     """What membership says of an election: ``in_last_isr`` (clean), ``outside_last_isr``
-    (unclean), or -- for a new leader outside the last ISR and ELR -- one of two cases
+    (unclean), or -- for a new leader outside the last ISR and ELR -- one of three cases
     membership cannot decide, left to the new leader's log (a loss makes them unclean):
 
     - ``reassigned_to``: it was a replica a running reassignment was adding, or not a
@@ -66,7 +67,16 @@ def election_membership(
     - ``rejoined_with_last_isr``: the new ISR holds a member of the last one too, so it may
       have joined the ISR and been elected cleanly between two samples (a preferred election
       right after a rejoin) or been elected uncleanly with the old leader back since
-      (Kafka's unclean path makes the leader the whole ISR).
+      (Kafka's unclean path makes the leader the whole ISR);
+    - ``outside_last_isr_unclean_disabled``: neither, on a topic whose
+      ``unclean.leader.election.enable`` is false (``unclean_allowed``). Kafka's controller
+      then elects only from the ISR or the ELR, so the reads missed how it got there: it
+      rejoined the ISR and was elected between two reads (RF 2's rolling restart: the
+      follower back, then the leader restarted), or the read that shrank the ISR carried
+      no ELR (a Metadata API fallback). Only an operator's forced election
+      (``kafka-leader-election --election-type unclean``) elects outside both, and the
+      controller's counter says so (``unclean_election`` with ``witness:
+      controller_counter``).
 
     >>> election_membership(3, prev_isr=(2, 1), prev_elr=(), new_isr=(1, 3), prev_adding=())
     'rejoined_with_last_isr'
@@ -78,6 +88,9 @@ def election_membership(
     >>> election_membership(2, prev_isr=(1,), prev_elr=(), new_isr=(2,), prev_adding=(),
     ...                     prev_replicas=(1, 2))
     'outside_last_isr'
+    >>> election_membership(2, prev_isr=(1,), prev_elr=(), new_isr=(2,), prev_adding=(),
+    ...                     prev_replicas=(1, 2), unclean_allowed=False)
+    'outside_last_isr_unclean_disabled'
     """
     if new_leader is None or not is_unclean_election(new_leader, prev_isr, prev_elr):
         return "in_last_isr"
@@ -85,7 +98,7 @@ def election_membership(
         return "reassigned_to"
     if any(b in new_isr for b in (*prev_isr, *prev_elr) if b != new_leader):
         return "rejoined_with_last_isr"
-    return "outside_last_isr"
+    return "outside_last_isr" if unclean_allowed else "outside_last_isr_unclean_disabled"
 
 
 def is_unclean_election(

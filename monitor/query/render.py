@@ -41,6 +41,9 @@ SUMMARIES: dict[str, _Summary] = {
             if d.get("membership") == "rejoined_with_last_isr"
             else "reassignment handover (clean unless its log shows a loss)"
             if d.get("membership") == "reassigned_to"
+            else "election outside the ISR seen, on a topic that forbids unclean elections "
+            "(the ISR or ELR changed between two reads; clean unless its log shows a loss)"
+            if d.get("membership") == "outside_last_isr_unclean_disabled"
             else f"{'clean' if d['clean'] else 'UNCLEAN'} election"
         )
         + f": leader {d['leader_before']} -> "

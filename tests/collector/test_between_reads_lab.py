@@ -5,10 +5,12 @@ Each was a false critical page found by review (replayed from hand-written event
 reproduced here): a reassignment begun and ended between two reads (a new leader outside
 the last ISR, none of which is in the new one); a rolling restart's failback whose rejoin
 and preferred election both fall between two reads, while the returning leader carries a
-truncation mark; a follower refilling its log after a disk replacement. The scenarios
-``reassignment_between_reads``, ``failback_old_leader_ahead`` and ``follower_disk_replaced``
-(tests/data) hold the same cases as events. The rounds are driven by hand
-(:class:`HandRounds`): "between two reads" is then what the test does between two calls.
+truncation mark; a follower refilling its log after a disk replacement; an RF 2 topic's
+rolling restart whose rejoin and failover fall between two reads. The scenarios
+``reassignment_between_reads``, ``failback_old_leader_ahead``, ``follower_disk_replaced``
+and ``rolling_restart_rf2_between_reads`` (tests/data) hold the same cases as events. The
+rounds are driven by hand (:class:`HandRounds`): "between two reads" is then what the test
+does between two calls.
 """
 
 from __future__ import annotations
@@ -150,6 +152,60 @@ def test_a_failback_between_two_reads_is_no_loss(
     assert [f.broker for f in elections] == [failover.leader, 1], names(mine)
     # The failback's membership: 1 outside the last ISR seen, back in the new one.
     assert elections[1].details["membership"] == "rejoined_with_last_isr", elections[1].details
+    assert not [
+        f for f in mine
+        if f.kind in (K.UNCLEAN_ELECTION, K.COMMITTED_DATA_LOSS, K.ELECTION_UNVERIFIED)
+        or f.severity is Severity.CRITICAL
+    ], names(mine)  # fmt: skip
+
+
+def test_an_rf2_rolling_restart_between_two_reads_is_no_page(lab: Lab, tmp_path: Path) -> None:
+    """An RF 2 topic (min ISR 1, unclean elections off) under acks=all load: broker 2
+    restarts and a round sees ISR [1]; then, between two reads, 2 comes back and rejoins
+    the ISR, and 1 is restarted -- its controlled shutdown hands leadership to 2. The next
+    round shows leader 2 with ISR [2]: outside the last ISR seen, none of it in the new
+    one, as an unclean election looks. The topic forbids those, so Kafka elected 2 from an
+    ISR the reads missed (``outside_last_isr_unclean_disabled``), and its log shows nothing
+    lost: no unclean_election, nothing critical -- the consumer confirms it. (The model
+    before this fix paged unclean_election on membership.)"""
+    topic = "br-rf2"
+    acks = tmp_path / "acks.jsonl"
+    create_topic(lab.bootstrap_servers, topic, assignments={0: [1, 2]}, min_insync_replicas=1)
+    with HandRounds(lab, lab.jmx_urls, tmp_path / "events.jsonl") as rounds:
+        load = Load(lab, topic, acks, rate=400)
+        try:
+            rounds.until("committing under load", lambda e: (e.high_watermark or 0) > 400, topic)
+            lab.stop(2)
+            rounds.until("ISR [1]", lambda e: list(e.isr) == [1], topic, 90)
+            rounds.round()
+            # -- no round from here until 2 leads --
+            lab.start(2)
+            wait_for_partitions(
+                lab.bootstrap_servers, topic, lambda ps: 2 in ps[0].isr, timeout_s=90,
+                what="2 back in the ISR",
+            )  # fmt: skip
+            lab.stop(1)
+            wait_for_partitions(
+                lab.bootstrap_servers, topic, lambda ps: ps[0].leader == 2, timeout_s=60,
+                what="led by 2",
+            )  # fmt: skip
+            led = rounds.until("led by 2", lambda e: e.leader == 2, topic, rounds=1)
+            assert list(led.isr) == [2], led
+            if led.epoch_start_offset is None:
+                rounds.until("the epoch record", lambda e: e.epoch_start_offset is not None, topic)
+            lab.start(1)
+            rounds.until("1 back in the ISR", lambda e: 1 in e.isr, topic, 90)
+            rounds.round()
+        finally:
+            stats = load.finish()
+    report = verify(lab.bootstrap_servers, topic, acks, settle_s=10)
+    assert report.lost_count == 0 and report.acknowledged > 400, report.render()
+    assert stats.acked == report.acknowledged
+    mine = rounds.of(topic)
+    elections = [f for f in mine if f.kind == K.LEADER_ELECTION]
+    assert [(f.broker, f.details["membership"]) for f in elections[:1]] == [
+        (2, "outside_last_isr_unclean_disabled")
+    ], names(mine)
     assert not [
         f for f in mine
         if f.kind in (K.UNCLEAN_ELECTION, K.COMMITTED_DATA_LOSS, K.ELECTION_UNVERIFIED)
