@@ -987,6 +987,40 @@ def rolling_restart_rf2_between_reads() -> Timeline:
     return tl
 
 
+def clean_failover_slow_scrape() -> Timeline:
+    """A clean failover during a slow scrape. A round's samples carry the round's start,
+    but a page can be read seconds later: broker 1 stops right after the round's metadata
+    read (leader 1), 2 is elected and appends 10 offsets, and only then is 2's page read --
+    its sample, stamped before that metadata, says 10 more than epoch 5 begins with. The
+    election's round has no page in time, and the epoch record comes a round late, when
+    epoch 5's own HW has passed that sample. The sample is not a truncation below what was
+    committed: the HW before the election is."""
+    tl = Timeline(topic="slowscrape")
+    tl.config(rf=3, min_isr=2)
+    leo = _rounds(tl, 3, 100_000, leader=1, epoch=4, isr=[1, 2, 3])
+    leo += 1_000
+    for b in (1, 2, 3):
+        tl.broker(b)
+        tl.replica(b, leo=leo + 10 if b == 2 else leo)  # 2's page read after the election
+    tl.advance(2)
+    tl.meta(leader=1, epoch=4, replicas=[1, 2, 3], isr=[1, 2, 3], hw=leo)
+    tl.advance(5 * SECOND - 2)
+    start = leo
+    for epoch_start in (None, start):
+        leo += 500
+        tl.broker(1, alive=False)
+        for b in (2, 3):
+            tl.broker(b)
+            if epoch_start is not None:  # the election's round: no page in time
+                tl.replica(b, leo=leo)
+        tl.advance(2)
+        tl.meta(
+            leader=2, epoch=5, replicas=[1, 2, 3], isr=[2, 3], hw=leo, epoch_start=epoch_start
+        )
+        tl.advance(5 * SECOND - 2)
+    return tl
+
+
 def failback_after_blind_failover() -> Timeline:
     """A rolling restart's two steps: leader 1 stops and 2 takes over while the collector is
     blind to 2 for a round (its epoch record a round late); 1 comes back, catches up, rejoins
@@ -1718,6 +1752,19 @@ SCENARIOS: list[Scenario] = [
         expect=["leader_election:event elr/0 broker 2", "under_min_isr:open elr/0"],
         forbid=["unclean_election", "committed_data_loss"],
         details=[("leader_election", "clean", True)],
+    ),
+    Scenario(
+        "clean_failover_slow_scrape",
+        "A clean failover while a page was being read: the new leader's last sample before "
+        "the election was read after it (a round's samples carry its start) and holds 10 "
+        "more than the epoch begins with; the epoch record comes when the epoch's own HW has "
+        "passed it. Judged against the HW committed before the election, nothing was "
+        "truncated: no page (the model paged a truncation_below_hw of 10 offsets).",
+        clean_failover_slow_scrape,
+        expect=["leader_election:event slowscrape/0 broker 2"],
+        forbid=["truncation_below_hw", "committed_data_loss", "unclean_election"],
+        details=[("leader_election", "membership", "in_last_isr")],
+        routine=True,
     ),
     Scenario(
         "elr_election_shrink_unreported",

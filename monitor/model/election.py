@@ -172,11 +172,15 @@ def on_epoch_record(s: PartitionState, start: int, t: int, emit: Emitter) -> Non
             other.must_truncate_to = start if other.leo > start else -1
     rs = s.replica_states.get(c.leader)
     if rs is not None and 0 <= start < c.leo_before:
-        # Its last sample from certainly before the election held more than the epoch
-        # began with: it truncated in between (a restart). Say what that removed.
+        # Its last sample from before the election held more than the epoch began with: it
+        # truncated in between (a restart). Say what that removed of what was committed
+        # *then* -- the HW the election is judged against, not one its own epoch reached
+        # since. (A sample is stamped with its round's start and may have been read after
+        # the election, while the new leader appended: found by the property test, a clean
+        # failover during a slow scrape paged a truncation below the epoch's own HW.)
         current = rs.leo
         rs.leo = c.leo_before
-        truncate(s, c.leader, rs, start, t, emit)
+        truncate(s, c.leader, rs, start, t, emit, committed=c.committed)
         rs.leo = current
         if rs.observed_at <= c.at:  # no sample since: the record is its log end
             rs.leo, rs.suspect_leo = start, -1
@@ -468,6 +472,7 @@ def truncate(
     emit: Emitter,
     epoch: int | None = None,
     follower: bool = False,
+    committed: int | None = None,
 ) -> None:
     """``broker``'s log end went down to ``leo``: report it if committed offsets went.
 
@@ -476,9 +481,10 @@ def truncate(
     not lead -- a warning, not a page: the leader still holds what it removed (a disk
     replaced, a log rebuilt from the leader), and were it elected holding less than was
     committed, the election's ``committed_data_loss`` pages. A leader's, or a new leader's
-    at its election, is critical."""
+    at its election, is critical. ``committed``: the committed HW it is judged against
+    (default: the highest seen)."""
     epoch = s.leader_epoch if epoch is None else epoch
-    committed = s.max_hw
+    committed = s.max_hw if committed is None else committed
     # Truncating down to the new epoch's start is the leader-epoch protocol at work: what it
     # removes is the old epoch's divergent suffix (already counted when it was lost).
     floor = committed if rs.must_truncate_to < 0 else min(committed, rs.must_truncate_to)

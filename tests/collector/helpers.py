@@ -184,14 +184,15 @@ class HandRounds:
         jmx_urls: dict[int, str],
         events_file: Path,
         model: ModelConfig | None = None,
+        **settings: Any,
     ) -> None:
         self.config = CollectorConfig(
             cluster="lab",
             kafka={"bootstrap_servers": lab.bootstrap_servers, "request_timeout_ms": 3000},
             jmx_urls=jmx_urls,
             interval_s=1.0,
-            jmx_timeout_s=1.0,
             config_every_rounds=1,
+            **{"jmx_timeout_s": 1.0, **settings},
         )
         self.collector = Collector(self.config)
         self.model = ClusterModel(model or ModelConfig())
