@@ -1014,9 +1014,7 @@ def clean_failover_slow_scrape() -> Timeline:
             if epoch_start is not None:  # the election's round: no page in time
                 tl.replica(b, leo=leo)
         tl.advance(2)
-        tl.meta(
-            leader=2, epoch=5, replicas=[1, 2, 3], isr=[2, 3], hw=leo, epoch_start=epoch_start
-        )
+        tl.meta(leader=2, epoch=5, replicas=[1, 2, 3], isr=[2, 3], hw=leo, epoch_start=epoch_start)
         tl.advance(5 * SECOND - 2)
     return tl
 

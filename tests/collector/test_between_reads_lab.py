@@ -295,9 +295,9 @@ def test_a_clean_failover_during_a_slow_scrape_is_no_page(
     assert stats.acked == report.acknowledged
     mine = rounds.of(topic)
     elections = [f for f in mine if f.kind == K.LEADER_ELECTION]
-    assert [(f.broker, f.details["membership"]) for f in elections[:1]] == [
-        (2, "in_last_isr")
-    ], names(mine)
+    assert [(f.broker, f.details["membership"]) for f in elections[:1]] == [(2, "in_last_isr")], (
+        names(mine)
+    )
     assert not [
         f for f in mine
         if f.kind in (K.TRUNCATION_BELOW_HW, K.UNCLEAN_ELECTION, K.COMMITTED_DATA_LOSS)
