@@ -58,8 +58,10 @@ SUMMARIES: dict[str, _Summary] = {
         f"the controller counted {d['counted']} unclean election(s) (its counter "
         f"{d['counter_before']} -> {d['counter']}); partition not named by the counter"
         if d.get("witness") == "controller_counter"
-        else f"leader {d['leader']} was not in ISR {d['isr_before']} (epoch {d['epoch']}); "
-        f"its LEO {d['start_offset']} vs committed HW {d['committed_hw_before']}"
+        else f"UNCLEAN election: leader {d['leader']} was not in ISR {d['isr_before']} "
+        f"(epoch {d['epoch']}"
+        + (", and its log lacks committed offsets" if d.get("witness") == "loss" else "")
+        + f"); its LEO {d['start_offset']} vs committed HW {d['committed_hw_before']}"
     ),
     "election_unverified": lambda d: (
         f"leader {d['leader']} (epoch {d['epoch']}): loss not verified"

@@ -209,7 +209,11 @@ def test_explain_tells_the_loss_and_draws_it(
     text = _run(capsys, "explain", victim, "0", "--store", store, "--plot", str(png))
     assert f"lost {incident.lost} committed offsets [200, 500)" in text
     assert f"Cost: {incident.lost} committed offsets lost." in text
-    assert "unclean_election" in text and "UNCLEAN election" in text
+    # Forced on a topic that forbids unclean elections: outside the ISR seen, unclean by
+    # the loss its log shows (not by membership alone: monitor.model.rules).
+    assert "forbids unclean elections" in text
+    assert "unclean_election" in text and "UNCLEAN election: leader 2 was not in ISR" in text
+    assert "and its log lacks committed offsets" in text
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
     d = _json(capsys, "explain", victim, "0", "--store", store)
     assert d["partition"]["leader"] == 2 and d["partition"]["isr"] == [2]
