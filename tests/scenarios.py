@@ -897,41 +897,16 @@ def follower_disk_replaced() -> Timeline:
     return tl
 
 
-def elr_election_after_unreported_round() -> Timeline:
-    """Kafka 4.1+ (ELR on): brokers 3 then 2 stop; the ISR shrinks below min ISR 2 to [1]
-    and the controller keeps 2 in the eligible leader replicas (KIP-966: it held the
-    committed HW when it left). One read falls back to the Metadata API, which carries no
-    ELR (None: not reported). Then 1 stops and 2, back, is elected from the ELR -- clean."""
-    tl = Timeline(topic="elr")
-    tl.config(rf=3, min_isr=2)
-    leo = 100_000
-
-    def round(isr: list[int], elr: list[int] | None, leader: int = 1, epoch: int = 4) -> None:
-        for b in (1, 2, 3):
-            tl.broker(b, alive=b in isr)
-            if b in isr:
-                tl.replica(b, leo=leo)
-        tl.advance(2)
-        tl.meta(
-            leader=leader, epoch=epoch, replicas=[1, 2, 3], isr=isr, hw=leo, elr=elr,
-        )  # fmt: skip
-        tl.advance(5 * SECOND - 2)
-
-    for isr, elr in (([1, 2, 3], []), ([1, 2, 3], []), ([1, 2], []), ([1], [2]), ([1], None)):
-        round(isr, elr)
-        leo += 1_000 if len(isr) >= 2 else 0  # below min ISR: acks=all writes fail
-    round([2], [1], leader=2, epoch=5)
-    round([2], [1], leader=2, epoch=5)
-    return tl
-
-
-def elr_election_shrink_unreported() -> Timeline:
-    """:func:`elr_election_after_unreported_round`, but the very read that shrank the ISR
-    to [1] carried no ELR: the monitor never saw 2 in the ELR. 2's election is outside the
-    last ISR and ELR seen -- on a topic that forbids unclean elections, so the controller
-    took it from an ELR the reads did not show. Its log decides: the epoch begins at the
-    committed HW (2 held every committed offset when it left the ISR), nothing lost."""
-    tl = Timeline(topic="elr-unseen")
+def _elr_election(
+    topic: str, shrunk: list[int] | None, elected: list[int] | None, start_known: bool
+) -> Timeline:
+    """Brokers 3 then 2 stop; the ISR shrinks below min ISR 2 to [1] and the controller
+    keeps 2 in the ELR (KIP-966: it held the committed HW when it left); the read after
+    that carries no ELR (a Metadata API fallback). Then 1 stops and 2, back, is elected
+    from the ELR -- clean. ``shrunk``: the ELR the shrinking read says (None: not
+    reported); ``elected``: the ELR the election's reads say; ``start_known``: the
+    election's read has the epoch record (the epoch begins at the committed HW)."""
+    tl = Timeline(topic=topic)
     tl.config(rf=3, min_isr=2)
     leo = 100_000
 
@@ -948,12 +923,26 @@ def elr_election_shrink_unreported() -> Timeline:
         )  # fmt: skip
         tl.advance(5 * SECOND - 2)
 
-    for isr, elr in (([1, 2, 3], []), ([1, 2, 3], []), ([1, 2], []), ([1], None), ([1], None)):
+    for isr, elr in (([1, 2, 3], []), ([1, 2, 3], []), ([1, 2], []), ([1], shrunk), ([1], None)):
         round(isr, elr)
         leo += 1_000 if len(isr) >= 2 else 0  # below min ISR: acks=all writes fail
-    round([2], None, leader=2, epoch=5, start=leo)
-    round([2], None, leader=2, epoch=5)
+    round([2], elected, leader=2, epoch=5, start=leo if start_known else None)
+    round([2], elected, leader=2, epoch=5)
     return tl
+
+
+def elr_election_after_unreported_round() -> Timeline:
+    """Kafka 4.1+ (ELR on): the ELR [2] reported when the ISR shrank, then one read without
+    it (:func:`_elr_election`): the ELR last reported stands."""
+    return _elr_election("elr", shrunk=[2], elected=[1], start_known=False)
+
+
+def elr_election_shrink_unreported() -> Timeline:
+    """The very read that shrank the ISR to [1] carried no ELR: the monitor never saw 2 in
+    the ELR. 2's election is outside the last ISR and ELR seen -- on a topic that forbids
+    unclean elections, so the controller took it from an ELR the reads did not show. Its
+    log decides: the epoch begins at the committed HW, nothing lost."""
+    return _elr_election("elr-unseen", shrunk=None, elected=None, start_known=True)
 
 
 def rolling_restart_rf2_between_reads() -> Timeline:

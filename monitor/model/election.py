@@ -373,27 +373,6 @@ def _report_loss(
     unclean_by_loss = c.clean and not _explained_by_truncation(s, c)
     if unclean_by_loss:
         c.clean = False  # the loss says how the election went: not clean
-    _emit_loss(s, c, lost_from, lost_to, leo, basis, t, emit, correction_of)
-    if unclean_by_loss:
-        emit.event(
-            K.UNCLEAN_ELECTION,
-            t,
-            {**c.details, "clean": False, "witness": "loss", "lost_count": lost_to - lost_from},
-            broker=c.leader,
-        )
-
-
-def _emit_loss(
-    s: PartitionState,
-    c: ElectionCheck,
-    lost_from: int,
-    lost_to: int,
-    leo: int,
-    basis: str,
-    t: int,
-    emit: Emitter,
-    correction_of: int = -1,
-) -> None:
     # What the old leader held at its last sample (acks=1 writes included) and the new
     # leader does not: committed loss <= this <= acknowledged loss, up to what the old
     # leader acknowledged after that sample.
@@ -420,6 +399,13 @@ def _emit_loss(
         # the epoch record says.
         details["correction_of_sampled_leo"] = correction_of
     emit.event(K.COMMITTED_DATA_LOSS, t, details)
+    if unclean_by_loss:
+        emit.event(
+            K.UNCLEAN_ELECTION,
+            t,
+            {**c.details, "clean": False, "witness": "loss", "lost_count": lost_to - lost_from},
+            broker=c.leader,
+        )
 
 
 def _note_pre(c: ElectionCheck, rs: ReplicaState) -> None:

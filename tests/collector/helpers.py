@@ -175,6 +175,27 @@ def names(findings: list[Finding]) -> list[str]:
     return [f"{f.kind}:{f.state} {f.details}" for f in findings]
 
 
+class EpochRecordHold:
+    """The collector's epoch-record request held back while :attr:`held` is set, as if it
+    had failed (the collector asks again in a later round); :attr:`withheld` counts the
+    partitions of each request held."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from monitor.collector import collector as mod
+
+        self.held = threading.Event()
+        self.withheld: list[int] = []
+        real = mod.read_epoch_starts
+
+        def read_epoch_starts(admin: Any, reads: Any, wanted: Any) -> None:
+            if self.held.is_set():
+                self.withheld.append(len(wanted))
+                return
+            real(admin, reads, wanted)
+
+        monkeypatch.setattr(mod, "read_epoch_starts", read_epoch_starts)
+
+
 class HandRounds:
     """The real collector, one round when the test says; its events through the model."""
 
@@ -184,15 +205,16 @@ class HandRounds:
         jmx_urls: dict[int, str],
         events_file: Path,
         model: ModelConfig | None = None,
-        **settings: Any,
+        round_timeout_s: float = 4.0,
     ) -> None:
         self.config = CollectorConfig(
             cluster="lab",
             kafka={"bootstrap_servers": lab.bootstrap_servers, "request_timeout_ms": 3000},
             jmx_urls=jmx_urls,
             interval_s=1.0,
+            jmx_timeout_s=1.0,
+            round_timeout_s=round_timeout_s,
             config_every_rounds=1,
-            **{"jmx_timeout_s": 1.0, **settings},
         )
         self.collector = Collector(self.config)
         self.model = ClusterModel(model or ModelConfig())

@@ -37,7 +37,7 @@ from monitor.dev.lab.cluster import Lab
 from monitor.dev.lab.gate import EndpointGate
 from monitor.dev.lab.load import fill, produce, verify
 from monitor.model import FindingKind, Severity
-from tests.collector.helpers import HandRounds, Load, names
+from tests.collector.helpers import EpochRecordHold, HandRounds, Load, names
 
 pytestmark = pytest.mark.lab
 
@@ -103,14 +103,7 @@ def test_a_failback_between_two_reads_is_no_loss(
     topic = "br-failback"
     acks = tmp_path / "acks.jsonl"
     create_topic(lab.bootstrap_servers, topic, assignments={0: [1, 2, 3]}, min_insync_replicas=2)
-    held = threading.Event()
-    real_read_epoch_starts = collector_module.read_epoch_starts
-
-    def epoch_starts(admin: object, reads: object, wanted: set[tuple[str, int]]) -> None:
-        if not held.is_set():
-            real_read_epoch_starts(admin, reads, wanted)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(collector_module, "read_epoch_starts", epoch_starts)
+    held = EpochRecordHold(monkeypatch).held
     urls = {b: g.url for b, g in gates.items()}
     with HandRounds(lab, urls, tmp_path / "events.jsonl") as rounds:
         load = Load(lab, topic, acks, rate=400)
@@ -232,14 +225,10 @@ def test_a_clean_failover_during_a_slow_scrape_is_no_page(
     topic = "br-slow"
     acks = tmp_path / "acks.jsonl"
     create_topic(lab.bootstrap_servers, topic, assignments={0: [1, 2, 3]}, min_insync_replicas=2)
-    held, slow, release, meta_read = (threading.Event() for _ in range(4))
-    real_read_epoch_starts = collector_module.read_epoch_starts
+    held = EpochRecordHold(monkeypatch).held
+    slow, release, meta_read = (threading.Event() for _ in range(3))
     real_read_metadata = collector_module.read_metadata
     real_fetch = collector_module.jmx.fetch
-
-    def epoch_starts(admin: object, reads: object, wanted: set[tuple[str, int]]) -> None:
-        if not held.is_set():
-            real_read_epoch_starts(admin, reads, wanted)  # type: ignore[arg-type]
 
     def read_metadata(*args: Any) -> Any:
         answer = real_read_metadata(*args)
@@ -251,7 +240,6 @@ def test_a_clean_failover_during_a_slow_scrape_is_no_page(
             release.wait(60)  # read once 2 leads
         return real_fetch(url, timeout_s, max_bytes)
 
-    monkeypatch.setattr(collector_module, "read_epoch_starts", epoch_starts)
     monkeypatch.setattr(collector_module, "read_metadata", read_metadata)
     monkeypatch.setattr(collector_module.jmx, "fetch", fetch)
     urls = {b: g.url for b, g in gates.items()}

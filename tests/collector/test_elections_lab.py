@@ -12,20 +12,18 @@ what was lost.
 
 from __future__ import annotations
 
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
-import monitor.collector.collector as collector_module
 from monitor.contract.events import BrokerEvent, to_model
 from monitor.dev.lab.admin import create_topic, elect_leader, wait_for_partitions
 from monitor.dev.lab.cluster import Lab
 from monitor.dev.lab.gate import EndpointGate
 from monitor.dev.lab.load import produce, verify
 from monitor.model import ClusterModel, FindingKind, FindingState, ModelConfig
-from tests.collector.helpers import HandRounds, Load, Recording, names
+from tests.collector.helpers import EpochRecordHold, HandRounds, Load, Recording, names
 
 pytestmark = pytest.mark.lab
 
@@ -56,17 +54,8 @@ def test_a_clean_failover_unseen_for_a_round_is_no_loss(
     topic = "el-blind"
     acks = tmp_path / "acks.jsonl"
     create_topic(lab.bootstrap_servers, topic, assignments={0: [1, 2, 3]}, min_insync_replicas=2)
-    held = threading.Event()
-    withheld: list[int] = []
-    real_read_epoch_starts = collector_module.read_epoch_starts
-
-    def epoch_starts(admin: object, reads: object, wanted: set[tuple[str, int]]) -> None:
-        if held.is_set():
-            withheld.append(len(wanted))  # as if the request had failed: asked again later
-            return
-        real_read_epoch_starts(admin, reads, wanted)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(collector_module, "read_epoch_starts", epoch_starts)
+    hold = EpochRecordHold(monkeypatch)
+    held, withheld = hold.held, hold.withheld
     urls = {b: g.url for b, g in gates.items()}
     with HandRounds(lab, urls, tmp_path / "events.jsonl") as rounds:
         load = Load(lab, topic, acks, rate=400)
