@@ -10,10 +10,12 @@ round trips of the state API or a second worker. The phases are those of
 ::
 
     python -m bench.operator_bench --partitions 20000 --rounds 8 --buckets 4 [--compare-source]
+        [--compare-replay | --no-replay]
 
 It says which model ran (compiled by mypyc, or the source: ``monitor.model.NATIVE_NOTE``);
 ``--compare-source`` runs the same input on the source too (``bench._source``) and prints
-the two side by side, with their ratio.
+the two side by side, with their ratio; ``--compare-replay`` the same with batches of whole
+rounds stored as the bucket's snapshot instead of their input (``streaming.operator.Replay``).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ import argparse
 import gc
 import json
 import os
+import subprocess
+import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
@@ -37,14 +41,17 @@ from streaming.config import StreamingConfig
 from tests.streaming.helpers import bucket_payloads, run_bucket
 
 
-def profile_phases(text: str, skip_batches: int) -> tuple[int, dict[str, float], Counter[str]]:
+def profile_phases(
+    text: str, skip_batches: int
+) -> tuple[int, dict[str, float], Counter[str], Counter[str]]:
     """The operator's profile (``MONITOR_STREAMING_PROFILE`` lines: ``operator._Profile``)
     over the micro-batches after the first ``skip_batches`` (a batch: the lines of one
     instant ``at``): the records applied, each phase's wall seconds (the load phases
-    together as ``load``), and how the bucket loads went (``hit``, ``full``, ``stale``...)."""
+    together as ``load``, the save phases as ``save``), how the bucket loads went (``hit``,
+    ``full``, ``stale``...) and what the saves wrote (``snapshot``, ``delta``, ``replay``)."""
     lines = [dict(p.split("=") for p in line.split()) for line in text.splitlines() if line]
     instants = sorted({int(d["at"]) for d in lines})[skip_batches:]
-    records, phases, loads = 0, defaultdict(float), Counter()
+    records, phases, loads, saves = 0, defaultdict(float), Counter(), Counter()
     for d in lines:
         if int(d.pop("at")) not in instants:
             continue
@@ -54,8 +61,10 @@ def profile_phases(text: str, skip_batches: int) -> tuple[int, dict[str, float],
             name = k.split("_")[0]
             if name == "load":
                 loads[k[len("load_") :]] += 1
+            elif name == "save":
+                saves[k[len("save_") :]] += 1
             phases[name] += float(v) / 1000
-    return records, dict(phases), loads
+    return records, dict(phases), loads, saves
 
 
 def phase_line(phases: dict[str, float], per: float) -> str:
@@ -76,8 +85,21 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="run the model's source on the same input too, and print the ratio",
     )
+    ap.add_argument(
+        "--no-replay",
+        action="store_true",
+        help="store every batch of whole rounds as the bucket's snapshot (no op.Replay)",
+    )
+    ap.add_argument(
+        "--compare-replay",
+        action="store_true",
+        help="run the same input with --no-replay too (a subprocess), and print the ratio",
+    )
     args = ap.parse_args(argv)
     print(monitor.model.NATIVE_NOTE)
+    if args.no_replay:
+        op.REPLAY_DEPTH = 0
+        print("batches of whole rounds stored as snapshots (--no-replay)")
 
     records = list(generate(args.partitions, args.rounds, form="rounds", seed=1))
     # One micro-batch per round (the stream's records in order; a round is ~1 + P records).
@@ -122,10 +144,20 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"operator, Python side: {us:.1f} us of CPU per partition-round over {steady_rounds} rounds"
     )
-    _, phases, _ = profile_phases(prof_path.read_text(), skip_batches=2)
+    _, phases, _, saves = profile_phases(prof_path.read_text(), skip_batches=2)
     print("  by phase (wall, us per partition-round): " + phase_line(phases, steady_rounds))
+    print("  bucket saves: " + ", ".join(f"{k} {v}" for k, v in sorted(saves.items())))
     prof_path.unlink()
     prof_path.parent.rmdir()
+    if args.compare_replay:
+        same = ["--partitions", str(args.partitions), "--rounds", str(args.rounds)]
+        cmd = [sys.executable, "-m", "bench.operator_bench", *same, "--buckets", str(args.buckets)]
+        text = subprocess.run(
+            [*cmd, "--no-replay"], check=True, capture_output=True, text=True
+        ).stdout
+        print("the same input, batches of whole rounds stored as snapshots:\n" + indented(text))
+        snap_us = figure(text, "Python side:")
+        print(f"replays / snapshots: {us:.1f} / {snap_us:.1f} us = {us / snap_us:.2f}")
     if args.compare_source:
         same = ["--partitions", str(args.partitions), "--rounds", str(args.rounds)]
         text = on_source("bench.operator_bench", [*same, "--buckets", str(args.buckets)])

@@ -265,7 +265,7 @@ def _print_operator_profile(rounds: float, since: int) -> None:
     with path.open("rb") as fh:
         fh.seek(since)
         text = fh.read().decode()
-    _, phases, loads = profile_phases(text, skip_batches=1)
+    _, phases, loads, saves = profile_phases(text, skip_batches=1)
     if phases:
         print(
             "  operator's Python phases after the first batch (wall, us per partition-round): "
@@ -275,6 +275,11 @@ def _print_operator_profile(rounds: float, since: int) -> None:
             "    bucket loads: "
             + ", ".join(f"{k} {v}" for k, v in sorted(loads.items()))
             + " (hit: the worker held the bucket; full, stale: unpickled from the state store)"
+        )
+        print(
+            "    bucket saves: "
+            + ", ".join(f"{k} {v}" for k, v in sorted(saves.items()))
+            + " (snapshot: the whole bucket; replay: the batch's input; delta: what it changed)"
         )
 
 

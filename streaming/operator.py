@@ -16,10 +16,14 @@ State layout, per bucket (key): a snapshot plus a delta log (:class:`BucketStore
 * ``base`` — ValueState[binary]: the bucket's :class:`Bucket` (its ``ClusterModel`` and
   bookkeeping), pickled with reducers for the model's slotted dataclasses;
 * ``deltas`` — MapState[seq -> (tag, prev tag, blob)]: per micro-batch, only the
-  partition, topic and broker states the batch changed.
+  partition, topic and broker states the batch changed -- or, for a batch that changed
+  most of the bucket, its input (:class:`Replay`), to be applied again.
 
 A batch pays for what it touched, not for the bucket's size; a new snapshot is written
-when the deltas since the last one outgrow it (staggered across buckets).
+when the deltas since the last one outgrow it (staggered across buckets). A batch of whole
+collection rounds changes every partition: it is stored as its input while the bucket's
+worker keeps it in memory (a snapshot every :data:`REPLAY_DEPTH` batches), as the bucket's
+snapshot otherwise.
 
 A Python worker keeps the models it last wrote in memory, keyed by bucket and version.
 When the version in ``meta`` equals the cached one, nothing else is read or unpickled; when
@@ -265,6 +269,42 @@ class Delta:
         bucket.model.deleted = dict(bucket.extra.get("deleted", {}))
 
 
+@dataclass(slots=True)
+class Replay:
+    """A micro-batch's input, stored in place of the states it changed: applied again to
+    the version before, it gives the version after (the model is a pure function of its
+    state and the events, in :func:`ordered_events`' order).
+
+    Written for a batch that changed most of a bucket (every collection round does), where
+    the alternative is the bucket's whole snapshot -- flattening and pickling every
+    partition, ~10 us a round at a million partitions -- while the batch's payloads
+    compress in ~1 us a round. The price is paid on a load that misses the worker cache:
+    the batches since the snapshot applied again (at most :data:`REPLAY_DEPTH`), which is
+    why :meth:`BucketStore.save` writes one only for a bucket whose recent loads all hit.
+    """
+
+    #: The bookkeeping after the batch (:data:`HEADER_FIELDS`), restored as it was: the
+    #: timer, counts and clamps are the batch's, not the replay's.
+    header: tuple[Any, ...]
+    #: The thresholds the batch was judged with (a restart may bring others: they apply
+    #: after the replay, as to a loaded snapshot).
+    config: ModelConfig
+    #: The payloads of each input frame, in order (the operator orders within a frame).
+    frames: list[list[str]]
+
+    def apply_to(self, bucket: Bucket) -> None:
+        model = bucket.model
+        if model.config != self.config:
+            model.reconfigure(self.config)
+        for payloads in self.frames:
+            for ev in ordered_events(payloads, model)[0]:
+                model.apply(ev)
+        model.take_forgotten()  # the tombstones were written by the batch itself
+        for name, value in zip(HEADER_FIELDS, self.header, strict=True):
+            setattr(bucket, name, value)
+        model.deleted = dict(bucket.extra.get("deleted", {}))
+
+
 # --- serialisation ---------------------------------------------------------------------------
 
 
@@ -280,8 +320,10 @@ def _slots_reducer(cls: type) -> Any:
 
 _DISPATCH = {
     cls: _slots_reducer(cls)
-    for cls in (PartitionState, ReplicaState, OpenCondition, TopicState, BrokerState, Bucket, Delta)
-}
+    for cls in (
+        PartitionState, ReplicaState, OpenCondition, TopicState, BrokerState, Bucket, Delta, Replay,
+    )
+}  # fmt: skip
 
 # -- a bucket's partitions, packed --------------------------------------------------------------
 #
@@ -438,8 +480,9 @@ _TABLE: dict[Any, Any] = {
 #: steady partitions packed as flat lists), then zlib-compressed at level 1 -- a bucket of
 #: steady partitions shrinks ~17x (855 to ~50 B a partition), for ~1.5 us of CPU a
 #: partition: the bytes every batch moves through the state API's socket, RocksDB and the
-#: checkpoint's changelog.
-STATE_ENCODING = "pickle-5+flat-steady+zlib-1"
+#: checkpoint's changelog. A delta is the states a batch changed (:class:`Delta`) or the
+#: batch's input (:class:`Replay`).
+STATE_ENCODING = "pickle-5+flat-steady+zlib-1+replay"
 
 
 def state_fingerprint(classes: tuple[type, ...] | None = None) -> str:
@@ -462,7 +505,7 @@ def state_fingerprint(classes: tuple[type, ...] | None = None) -> str:
     return zlib.crc32(json.dumps(shape).encode()).to_bytes(4, "big").hex() + f"{len(shape):04x}"
 
 
-def dumps(obj: Bucket | Delta) -> bytes:
+def dumps(obj: Bucket | Delta | Replay) -> bytes:
     """A bucket or delta as stored (:data:`STATE_ENCODING`); the model's dataclasses are
     reduced to constructor arguments."""
     buf = io.BytesIO()
@@ -479,9 +522,9 @@ def loads(blob: bytes) -> Bucket:
     return value
 
 
-def loads_delta(blob: bytes) -> Delta:
+def loads_delta(blob: bytes) -> Delta | Replay:
     value = pickle.loads(zlib.decompress(blob))
-    if not isinstance(value, Delta):
+    if not isinstance(value, Delta | Replay):
         raise TypeError(f"state holds {type(value).__name__}, not a Delta")
     return value
 
@@ -668,6 +711,15 @@ MAX_DELTAS = 64
 #: records cut rounds anywhere, and a worker whose cache was behind loaded a snapshot plus
 #: deltas of ~90% of it (py-spy: a quarter of the Python workers' time in loads).
 SNAPSHOT_SHARE_NUM, SNAPSHOT_SHARE_DEN = 1, 2
+#: Such a batch is stored as its input (:class:`Replay`) instead, while fewer than this many
+#: deltas follow the snapshot: a load that misses the cache applies at most this many
+#: batches again after reading the snapshot (at a million partitions, a restart's first
+#: batch pays ~25 us a round for each).
+REPLAY_DEPTH = 4
+#: ... and only while the bucket's last this many loads all found it in the worker's cache
+#: (``Bucket.extra["misses"]``, a bit per load): where its tasks change workers (``local``
+#: mode's Python workers are taken in turn), every miss would apply batches again.
+REPLAY_AFTER_HITS = 8
 
 
 @dataclass(slots=True)
@@ -706,16 +758,19 @@ class BucketStore:
     * ``base`` — ValueState: the whole :class:`Bucket` pickled at version ``base_seq``;
     * ``deltas`` — MapState ``seq -> (tag, prev, blob)``: delta ``seq`` turns version
       ``(seq - 1, prev)`` into ``(seq, tag)``; the blob is a pickled :class:`Delta` of the
-      states the batch changed.
+      states the batch changed, or the batch's input (:class:`Replay`).
 
     A batch writes one delta (cost proportional to what it touched, not to the bucket's
-    size) and, when the deltas since the snapshot outgrow it (``compact_factor`` x its
-    size, staggered per bucket so that buckets do not compact in the same batch) or number
-    :data:`MAX_DELTAS`, a new snapshot. Reading: a worker that holds the current version in
-    its cache reads only ``meta``; one that is behind (the bucket ran on the other worker)
-    applies the missing deltas, checking the tag chain; anything else — no cache entry, a
-    different history (task retry, restart from the checkpoint), a broken chain — loads the
-    snapshot and the deltas after it. Correctness never depends on the cache.
+    size) and, when the deltas since the snapshot outgrow it (``compact_factor`` x its size,
+    staggered per bucket so that buckets do not compact in the same batch) or number
+    :data:`MAX_DELTAS`, a new snapshot. A batch that changed most of the bucket writes its
+    input (:class:`Replay`: a bucket whose last :data:`REPLAY_AFTER_HITS` loads hit the
+    cache, fewer than :data:`REPLAY_DEPTH` deltas after the snapshot) or a snapshot.
+    Reading: a worker that holds the current version in its cache reads only ``meta``; one
+    that is behind (the bucket ran on the other worker) applies the missing deltas, checking
+    the tag chain; anything else — no cache entry, a different history (task retry, restart
+    from the checkpoint), a broken chain — loads the snapshot and the deltas after it.
+    Correctness never depends on the cache.
     """
 
     def __init__(
@@ -733,6 +788,8 @@ class BucketStore:
         #: How the last load went: "new", "hit", "catch_up", "full" (no cache entry) or
         #: "stale" (a cache entry of another history, or too far behind).
         self.loaded = ""
+        #: What the last save wrote: "snapshot", "delta" or "replay" (the batch's input).
+        self.saved = ""
 
     # -- reading -------------------------------------------------------------------------
     def load(self) -> Bucket:
@@ -787,8 +844,11 @@ class BucketStore:
         state: Bucket,
         partitions: dict[tuple[str, str, int], PartitionState | None],
         topics: dict[tuple[str, str], TopicState | None],
+        inputs: list[list[str]] | None = None,
     ) -> int:
-        """Write the batch's delta (and a snapshot when due); return the bytes stored."""
+        """Write the batch's delta (and a snapshot when due); return the bytes stored.
+
+        ``inputs``: the batch's payloads, per frame (None: a tick), for a :class:`Replay`."""
         if state.model.deleted or "deleted" in state.extra:
             # The model's tombstones travel in the header (a delta carries no model field).
             state.extra["deleted"] = dict(state.model.deleted)
@@ -797,6 +857,22 @@ class BucketStore:
         if old is None:  # a new bucket: a snapshot, no delta (nobody can be behind)
             meta = Meta(seq=1, tag=tag, log_start=2)
             self._snapshot(state, meta)
+            self.saved = "snapshot"
+        elif (
+            len(partitions) * SNAPSHOT_SHARE_DEN >= len(state.model.partitions) * SNAPSHOT_SHARE_NUM
+            and inputs is not None
+            and old.seq - old.base_seq < REPLAY_DEPTH
+            and not state.extra.get("misses", 0)
+        ):
+            # The batch's input instead of the states it changed (most of the bucket).
+            header = tuple(getattr(state, n) for n in HEADER_FIELDS)
+            blob = dumps(Replay(header, state.model.config, inputs))
+            meta = Meta(
+                old.seq + 1, tag, old.base_seq, old.base_tag, old.log_start, old.base_bytes,
+                old.delta_bytes + len(blob),
+            )  # fmt: skip
+            self.deltas.updateValue((meta.seq,), (tag, old.tag, blob))
+            self.saved = "replay"
         elif (
             len(partitions) * SNAPSHOT_SHARE_DEN >= len(state.model.partitions) * SNAPSHOT_SHARE_NUM
         ):
@@ -810,6 +886,7 @@ class BucketStore:
             self._snapshot(state, meta)
             for seq in range(old.log_start, old.seq + 1):
                 self.deltas.removeKey((seq,))
+            self.saved = "snapshot"
         else:
             header = tuple(getattr(state, n) for n in HEADER_FIELDS)
             blob = dumps(Delta(header, partitions, topics, dict(state.model.brokers)))
@@ -818,11 +895,13 @@ class BucketStore:
                 old.delta_bytes + len(blob),
             )  # fmt: skip
             self.deltas.updateValue((meta.seq,), (tag, old.tag, blob))
+            self.saved = "delta"
             if (
                 meta.delta_bytes > self.compact_factor * meta.base_bytes
                 or meta.seq - meta.base_seq >= MAX_DELTAS
             ):
                 self._snapshot(state, meta)
+                self.saved = "snapshot"
                 while meta.log_start <= meta.seq - KEEP_DELTAS:
                     self.deltas.removeKey((meta.log_start,))
                     meta.log_start += 1
@@ -1010,6 +1089,9 @@ class BucketProcessor(StatefulProcessor):
     def _load(self, store: BucketStore) -> Bucket:
         state = store.load()
         self.loaded.append(store.loaded)
+        if store.loaded != "new":  # a bit per load: 1 when it missed the cache
+            recent = state.extra.get("misses", 0) << 1 | (store.loaded != "hit")
+            state.extra["misses"] = recent & ((1 << REPLAY_AFTER_HITS) - 1)
         # The thresholds are the job's settings, not the checkpoint's: a restart with new
         # settings judges with them (and a model pickled before a setting existed gets it).
         try:
@@ -1067,9 +1149,11 @@ class BucketProcessor(StatefulProcessor):
         topics: dict[tuple[str, str], TopicState | None] = {}
         findings: list[Finding] = []
         max_obs = state.input_max_observed if state.input_batch_ts == now else -1
+        inputs: list[list[str]] = []
         for pdf in rows:
             prof.mark("arrow")
             payloads = pdf["payload"].tolist()
+            inputs.append(payloads)
             prof.mark("tolist")
             events, dups, owned, newest_event = ordered_events(payloads, model)
             prof.mark("order")
@@ -1132,8 +1216,8 @@ class BucketProcessor(StatefulProcessor):
         state.duplicates += n_dup
         self._ensure_timer(state, now)
         gone = _forgotten(model, touched, topics)
-        size = store.save(state, touched, topics)
-        prof.mark("save")
+        size = store.save(state, touched, topics, inputs)
+        prof.mark(f"save_{store.saved}")
         out.findings(bucket, findings)
         if self.settings.emit_state:
             out.states(bucket, written, model, row_seq(state), gone)

@@ -48,13 +48,16 @@ def test_the_profile_sums_the_batches_after_the_first(
     batches.append(records[len(batches[0]) + len(batches[1]) :])
     handed = _run(batches, scope="profile-test")
 
-    applied, phases, loads = profile_phases(path.read_text(), skip_batches=1)
+    applied, phases, loads, saves = profile_phases(path.read_text(), skip_batches=1)
     assert applied == handed[1] + handed[2]
-    # the worker kept each bucket it wrote: every later load is a hit
+    # the worker kept each bucket it wrote: every later load is a hit, and each batch of
+    # whole rounds is stored as its input
     assert loads == {"hit": 2 * BUCKETS}
+    assert saves == {"replay": 2 * BUCKETS}
     assert {"order", "apply", "save", "load"} <= set(phases)
     assert all(v >= 0 for v in phases.values())
 
-    applied, _, loads = profile_phases(path.read_text(), skip_batches=0)
+    applied, _, loads, saves = profile_phases(path.read_text(), skip_batches=0)
     assert applied == sum(handed)
     assert loads == {"new": BUCKETS, "hit": 2 * BUCKETS}
+    assert saves == {"snapshot": BUCKETS, "replay": 2 * BUCKETS}

@@ -74,12 +74,19 @@ def _records() -> list[bytes]:
     return records + [json.dumps(e, separators=(",", ":")).encode() for e in synth + rounds]
 
 
-@pytest.mark.parametrize("seed", [1, 2])
-def test_stored_state_equals_the_live_model(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(("seed", "replays"), [(1, False), (2, False), (1, True), (2, True)])
+def test_stored_state_equals_the_live_model(
+    seed: int, replays: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``replays``: a batch that changes most of a bucket is stored as its input
+    (``op.Replay``) whatever the cache did, so that loads and catch-ups apply batches again
+    -- after aborted attempts, ticks and reconfigured topics."""
     # Small limits so that catch-ups, reloads, snapshots and log trimming all happen.
     monkeypatch.setattr(op, "KEEP_DELTAS", 2)
     monkeypatch.setattr(op, "MAX_CATCH_UP", 3)
     monkeypatch.setattr(op, "MAX_DELTAS", 5)
+    monkeypatch.setattr(op, "REPLAY_AFTER_HITS", 0 if replays else 10**3)
+    stored_replays = 0
     rng = random.Random(seed)
     buckets, tick_ms = 3, 7_000
     settings = op.OperatorSettings(
@@ -171,9 +178,16 @@ def test_stored_state_equals_the_live_model(seed: int, monkeypatch: pytest.Monke
             ]
             assert live, f"batch {n}: no worker holds bucket {b}'s current version"
             _same_model(stored.model, live[0].model)
+            header = [getattr(stored, n) for n in op.HEADER_FIELDS]
+            assert header == [getattr(live[0], n) for n in op.HEADER_FIELDS]
             assert min(state[b]["deltas"], default=(meta.log_start,))[0] >= meta.log_start
+            stored_replays += sum(
+                isinstance(op.loads_delta(bytes(blob)), op.Replay)
+                for _, _, blob in state[b].get("deltas", {}).values()
+            )
     assert set(ref_ids) == job_ids
     assert all(counts.values()), counts
+    assert (stored_replays > 0) == replays
 
 
 def test_a_stale_cache_of_another_history_is_not_trusted(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -305,3 +319,48 @@ def test_state_stored_before_the_flat_lists_were_pickled_apart_still_loads() -> 
     unpack, (blob, others) = op._reduce_packed(op._Packed(model.partitions))
     assert isinstance(blob, bytes)
     assert unpack(pickle.loads(blob), others) == unpack(blob, others) == model.partitions
+
+
+def test_whole_rounds_are_stored_as_their_input_while_the_worker_keeps_the_bucket(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A batch of whole collection rounds is stored as its input (``op.Replay``) only while
+    the bucket's recent loads all hit the worker's cache, at most ``REPLAY_DEPTH`` of them
+    after a snapshot; after a miss, snapshots until ``REPLAY_AFTER_HITS`` hits again. A
+    fresh worker applies the stored inputs again to the same state."""
+    monkeypatch.setattr(op, "_CACHE", {})
+    settings = op.OperatorSettings(buckets=1, tick_ms=10**9, catchup_slack_ms=0,
+                                   model=ModelConfig(), cache_scope="r")  # fmt: skip
+    recs = [
+        json.dumps(e, separators=(",", ":")).encode()
+        for e in generate(20, 30, seed=5, form="rounds")
+    ]
+    # one batch per round: the round records of 20 partitions (rounds after the metadata)
+    rounds = [recs[i : i + 20] for i in range(len(recs) - 20 * 30, len(recs), 20)]
+    state: dict[str, Any] = {}
+    kinds: list[str] = []
+    for n, batch in enumerate(rounds):
+        if n == 14:
+            op._CACHE.clear()  # the bucket's task moves to another worker: a miss
+        proc = op.make_processor(settings)
+        proc.init(FakeHandle(state))
+        rows = [payload(r, 20 * n + i, True) for i, r in enumerate(batch)]
+        list(proc.handleInputRows((0,), iter([pd.DataFrame({"payload": rows})]), Clock(1)))
+        meta = op.Meta.of(state["meta"])
+        if meta.base_seq == meta.seq:
+            kinds.append("snapshot")
+        else:
+            delta = op.loads_delta(bytes(state["deltas"][(meta.seq,)][2]))
+            kinds.append("replay" if isinstance(delta, op.Replay) else "delta")
+        # what a worker without the bucket reads equals what this one holds
+        fresh = op.BucketStore(
+            FakeValue(state, "meta"), FakeValue(state, "base"), FakeMap(state, "deltas"), "o",
+            0, settings,
+        )._load_stored(meta)  # fmt: skip
+        _same_model(fresh.model, op._CACHE[("r", 0)][1].model)
+    depth = op.REPLAY_DEPTH
+    first = ["snapshot"] + (["replay"] * depth + ["snapshot"]) * 3
+    assert kinds[:14] == first[:14]
+    hits = op.REPLAY_AFTER_HITS  # the miss, then hits until the last `hits` loads all hit
+    assert kinds[14 : 14 + hits] == ["snapshot"] * hits
+    assert kinds[14 + hits] == "replay"

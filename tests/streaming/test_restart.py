@@ -8,6 +8,11 @@ which Kafka's at-least-once output may hold twice: only as a byte-identical re-s
 killed run's last records, at the head of the restarted run's
 (``kafka_io.findings_across_restart``) — and the state store must hold the same final
 state for every partition.
+
+The killed run has one core (``local[1]``: one Python worker, which keeps every bucket), so
+its batches of whole rounds are stored as their input (``streaming.operator.Replay``, read
+from its operator profile); the restarted run, with two, reads the snapshots and applies
+those inputs again.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from typing import Any
 
 import pytest
 
+from bench.operator_bench import profile_phases
 from monitor.dev.synth import generate
 from monitor.query.store import StoreReader
 from streaming.job import start
@@ -118,11 +124,12 @@ def test_sigkill_and_restart_loses_nothing(
     # The killed run.
     run_dir = tmp_path / "killed"
     env = {**os.environ, "MONITOR_SPARK_LOG_LEVEL": "ERROR"}
+    profiles = tmp_path / "first.profile", tmp_path / "second.profile"
     log = (tmp_path / "first.log").open("wb")
     proc = subprocess.Popen(
-        _job_cmd(bootstrap, topics, run_dir),
+        _job_cmd(bootstrap, topics, run_dir, "--master", "local[1]"),
         cwd=REPO,
-        env=env,
+        env={**env, "MONITOR_STREAMING_PROFILE": str(profiles[0])},
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,
@@ -138,18 +145,22 @@ def test_sigkill_and_restart_loses_nothing(
     committed = _commits(run_dir / "checkpoint")
     partial = read_all(bootstrap, topics["findings"])
     assert 0 < len(findings_by_id(partial)) < len(reference), "killed mid-stream"
+    *_, saves = profile_phases(profiles[0].read_text(), skip_batches=0)
+    assert saves["replay"] > 0, saves
 
     # Restart on the same checkpoint, drain, exit.
     second = subprocess.run(
         _job_cmd(bootstrap, topics, run_dir, "--once"),
         cwd=REPO,
-        env=env,
+        env={**env, "MONITOR_STREAMING_PROFILE": str(profiles[1])},
         capture_output=True,
         timeout=900,
         start_new_session=True,
     )
     assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
     assert _commits(run_dir / "checkpoint") > committed
+    _, _, loads, _ = profile_phases(profiles[1].read_text(), skip_batches=0)
+    assert loads["full"] > 0, loads  # read from the checkpoint: snapshots and inputs
 
     final, resent = findings_across_restart(partial, read_all(bootstrap, topics["findings"]))
     print(f"the restart re-sent the killed run's last {resent} findings")
