@@ -98,7 +98,6 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     print(monitor.model.NATIVE_NOTE)
     if args.no_replay:
-        op.REPLAY_DEPTH = 0
         print("batches of whole rounds stored as snapshots (--no-replay)")
 
     records = list(generate(args.partitions, args.rounds, form="rounds", seed=1))
@@ -110,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
             batches.append([])
             seen_at = d["observed_at"]
         batches[-1].append(d)
+    defaults = StreamingConfig.model_fields
     settings = op.OperatorSettings(
         buckets=args.buckets,
         tick_ms=3_600_000,
@@ -118,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         cache_scope="bench",
         # the job's default: a partition's row when it says something new, or is due
         state_refresh_ms=StreamingConfig.model_fields["state_refresh_ms"].default,
+        replay_batches=0 if args.no_replay else defaults["replay_batches"].default,
     )
     stores: dict[int, dict[str, Any]] = {b: {} for b in range(args.buckets)}
     prof_path = Path(tempfile.mkdtemp(prefix="operator-bench-")) / "profile.txt"

@@ -629,6 +629,11 @@ def main(argv: list[str] | None = None) -> int:
         jars=[],
         max_offsets_per_trigger=args.batch_events,
     )
+    print(
+        f"batches of whole rounds stored as their input, up to {cfg.replay_batches} after a "
+        "snapshot (MONITOR_STREAMING_REPLAY_BATCHES; 0: as snapshots)",
+        flush=True,
+    )
     try:
         raw = work / "raw"
         files = _write_raw(raw, events, args.batch_events)

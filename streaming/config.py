@@ -114,6 +114,14 @@ class StreamingConfig(settings.LayeredSettings):
         "lineage or open conditions changed, and its offsets, lags and stamps at least this "
         "often (staggered over partitions; 0: every batch that touches it)",
     )
+    replay_batches: int = Field(
+        4,
+        ge=0,
+        le=64,
+        description="a batch that changed most of a bucket is stored as its input while the "
+        "bucket's Python worker keeps it, at most this many after a snapshot: a restart "
+        "applies up to this many batches again (0: every such batch stores the snapshot)",
+    )
     once: bool = Field(False, description="process what is available, then stop (availableNow)")
 
     # -- the state store ---------------------------------------------------------------------

@@ -360,6 +360,7 @@ def stateful(source: Any, cfg: StreamingConfig, cache_scope: str = "") -> Any:
         catchup_slack_ms=cfg.catchup_slack_ms,
         model=cfg.model,
         state_refresh_ms=cfg.state_refresh_ms,
+        replay_batches=cfg.replay_batches,
         cache_scope=cache_scope or cfg.checkpoint_location,
     )
     return rows.groupBy("bucket").transformWithStateInPandas(

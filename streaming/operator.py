@@ -22,7 +22,7 @@ State layout, per bucket (key): a snapshot plus a delta log (:class:`BucketStore
 A batch pays for what it touched, not for the bucket's size; a new snapshot is written
 when the deltas since the last one outgrow it (staggered across buckets). A batch of whole
 collection rounds changes every partition: it is stored as its input while the bucket's
-worker keeps it in memory (a snapshot every :data:`REPLAY_DEPTH` batches), as the bucket's
+worker keeps it in memory (a snapshot every ``replay_batches + 1`` such batches), as the bucket's
 snapshot otherwise.
 
 A Python worker keeps the models it last wrote in memory, keyed by bucket and version.
@@ -279,7 +279,7 @@ class Replay:
     the alternative is the bucket's whole snapshot -- flattening and pickling every
     partition, ~10 us a round at a million partitions -- while the batch's payloads
     compress in ~1 us a round. The price is paid on a load that misses the worker cache:
-    the batches since the snapshot applied again (at most :data:`REPLAY_DEPTH`), which is
+    the batches since the snapshot applied again (at most ``replay_batches``), which is
     why :meth:`BucketStore.save` writes one only for a bucket whose recent loads all hit.
     """
 
@@ -711,14 +711,13 @@ MAX_DELTAS = 64
 #: records cut rounds anywhere, and a worker whose cache was behind loaded a snapshot plus
 #: deltas of ~90% of it (py-spy: a quarter of the Python workers' time in loads).
 SNAPSHOT_SHARE_NUM, SNAPSHOT_SHARE_DEN = 1, 2
-#: Such a batch is stored as its input (:class:`Replay`) instead, while fewer than this many
-#: deltas follow the snapshot: a load that misses the cache applies at most this many
-#: batches again after reading the snapshot (at a million partitions, a restart's first
-#: batch pays ~25 us a round for each).
-REPLAY_DEPTH = 4
-#: ... and only while the bucket's last this many loads all found it in the worker's cache
-#: (``Bucket.extra["misses"]``, a bit per load): where its tasks change workers (``local``
-#: mode's Python workers are taken in turn), every miss would apply batches again.
+#: Such a batch is stored as its input (:class:`Replay`) instead, while fewer than
+#: ``OperatorSettings.replay_batches`` deltas follow the snapshot: a load that misses the
+#: cache applies at most that many batches again after reading the snapshot (at a million
+#: partitions, a restart's first batch pays ~25 us a round for each) -- and only while the
+#: bucket's last this many loads all found it in the worker's cache (``Bucket.extra
+#: ["misses"]``, a bit per load): where its tasks change workers (``local`` mode's Python
+#: workers are taken in turn), every miss would apply batches again.
 REPLAY_AFTER_HITS = 8
 
 
@@ -765,7 +764,7 @@ class BucketStore:
     staggered per bucket so that buckets do not compact in the same batch) or number
     :data:`MAX_DELTAS`, a new snapshot. A batch that changed most of the bucket writes its
     input (:class:`Replay`: a bucket whose last :data:`REPLAY_AFTER_HITS` loads hit the
-    cache, fewer than :data:`REPLAY_DEPTH` deltas after the snapshot) or a snapshot.
+    cache, fewer than ``settings.replay_batches`` deltas after the snapshot) or a snapshot.
     Reading: a worker that holds the current version in its cache reads only ``meta``; one
     that is behind (the bucket ran on the other worker) applies the missing deltas, checking
     the tag chain; anything else — no cache entry, a different history (task retry, restart
@@ -861,7 +860,7 @@ class BucketStore:
         elif (
             len(partitions) * SNAPSHOT_SHARE_DEN >= len(state.model.partitions) * SNAPSHOT_SHARE_NUM
             and inputs is not None
-            and old.seq - old.base_seq < REPLAY_DEPTH
+            and old.seq - old.base_seq < self.settings.replay_batches
             and not state.extra.get("misses", 0)
         ):
             # The batch's input instead of the states it changed (most of the bucket).
@@ -932,6 +931,9 @@ class OperatorSettings:
     #: changed, and when its telemetry's time crossed one of its refresh instants, this
     #: many ms apart (:func:`refresh_due`); 0: always.
     state_refresh_ms: int = 0
+    #: A batch that changed most of a bucket is stored as its input (:class:`Replay`) while
+    #: fewer than this many deltas follow the snapshot; 0: as the snapshot.
+    replay_batches: int = 4
 
 
 class Outputs:

@@ -325,7 +325,7 @@ def test_whole_rounds_are_stored_as_their_input_while_the_worker_keeps_the_bucke
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A batch of whole collection rounds is stored as its input (``op.Replay``) only while
-    the bucket's recent loads all hit the worker's cache, at most ``REPLAY_DEPTH`` of them
+    the bucket's recent loads all hit the worker's cache, at most ``replay_batches`` of them
     after a snapshot; after a miss, snapshots until ``REPLAY_AFTER_HITS`` hits again. A
     fresh worker applies the stored inputs again to the same state."""
     monkeypatch.setattr(op, "_CACHE", {})
@@ -358,7 +358,7 @@ def test_whole_rounds_are_stored_as_their_input_while_the_worker_keeps_the_bucke
             0, settings,
         )._load_stored(meta)  # fmt: skip
         _same_model(fresh.model, op._CACHE[("r", 0)][1].model)
-    depth = op.REPLAY_DEPTH
+    depth = settings.replay_batches
     first = ["snapshot"] + (["replay"] * depth + ["snapshot"]) * 3
     assert kinds[:14] == first[:14]
     hits = op.REPLAY_AFTER_HITS  # the miss, then hits until the last `hits` loads all hit
