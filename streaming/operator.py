@@ -693,7 +693,7 @@ _CACHE: dict[tuple[str, int], tuple[tuple[int, str], Bucket]] = {}
 #: Schemas of the state variables (see :class:`BucketStore`).
 META_SCHEMA = (
     "seq long, tag string, base_seq long, base_tag string, log_start long, "
-    "base_bytes long, delta_bytes long"
+    "base_bytes long, delta_bytes long, replay_bytes long"
 )
 BASE_SCHEMA = "blob binary"
 DELTA_KEY_SCHEMA = "seq long"
@@ -732,18 +732,21 @@ class Meta:
     log_start: int = 1
     base_bytes: int = 0
     delta_bytes: int = 0
+    #: Of ``delta_bytes``, those of stored inputs (:class:`Replay`): bounded by their number
+    #: (``replay_batches``), not counted against the snapshot's size for compaction.
+    replay_bytes: int = 0
 
     @classmethod
     def of(cls, row: Any) -> Meta:
         return cls(
             int(row[0]), str(row[1]), int(row[2]), str(row[3]), int(row[4]), int(row[5]),
-            int(row[6]),
+            int(row[6]), int(row[7]),
         )  # fmt: skip
 
     def row(self) -> tuple[Any, ...]:
         return (
             self.seq, self.tag, self.base_seq, self.base_tag, self.log_start, self.base_bytes,
-            self.delta_bytes,
+            self.delta_bytes, self.replay_bytes,
         )  # fmt: skip
 
 
@@ -868,7 +871,7 @@ class BucketStore:
             blob = dumps(Replay(header, state.model.config, inputs))
             meta = Meta(
                 old.seq + 1, tag, old.base_seq, old.base_tag, old.log_start, old.base_bytes,
-                old.delta_bytes + len(blob),
+                old.delta_bytes + len(blob), old.replay_bytes + len(blob),
             )  # fmt: skip
             self.deltas.updateValue((meta.seq,), (tag, old.tag, blob))
             self.saved = "replay"
@@ -891,12 +894,12 @@ class BucketStore:
             blob = dumps(Delta(header, partitions, topics, dict(state.model.brokers)))
             meta = Meta(
                 old.seq + 1, tag, old.base_seq, old.base_tag, old.log_start, old.base_bytes,
-                old.delta_bytes + len(blob),
+                old.delta_bytes + len(blob), old.replay_bytes,
             )  # fmt: skip
             self.deltas.updateValue((meta.seq,), (tag, old.tag, blob))
             self.saved = "delta"
             if (
-                meta.delta_bytes > self.compact_factor * meta.base_bytes
+                meta.delta_bytes - meta.replay_bytes > self.compact_factor * meta.base_bytes
                 or meta.seq - meta.base_seq >= MAX_DELTAS
             ):
                 self._snapshot(state, meta)
@@ -913,7 +916,7 @@ class BucketStore:
         blob = dumps(state)
         self.base.update((blob,))
         meta.base_seq, meta.base_tag = meta.seq, meta.tag
-        meta.base_bytes, meta.delta_bytes = len(blob), 0
+        meta.base_bytes, meta.delta_bytes, meta.replay_bytes = len(blob), 0, 0
 
 
 @dataclass(frozen=True)

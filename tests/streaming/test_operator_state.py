@@ -364,3 +364,13 @@ def test_whole_rounds_are_stored_as_their_input_while_the_worker_keeps_the_bucke
     hits = op.REPLAY_AFTER_HITS  # the miss, then hits until the last `hits` loads all hit
     assert kinds[14 : 14 + hits] == ["snapshot"] * hits
     assert kinds[14 + hits] == "replay"
+    # A small batch after stored inputs (a batch cut a round short) writes a delta: the
+    # inputs' bytes are bounded by their number, not counted against the snapshot's size.
+    assert kinds[-3:] == ["replay"] * 3
+    proc = op.make_processor(settings)
+    proc.init(FakeHandle(state))
+    rows = [payload(r, 10**6 + i, True) for i, r in enumerate(recs[-2:])]  # (duplicates)
+    list(proc.handleInputRows((0,), iter([pd.DataFrame({"payload": rows})]), Clock(1)))
+    meta = op.Meta.of(state["meta"])
+    assert meta.base_seq < meta.seq
+    assert isinstance(op.loads_delta(bytes(state["deltas"][(meta.seq,)][2])), op.Delta)
