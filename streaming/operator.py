@@ -714,7 +714,7 @@ SNAPSHOT_SHARE_NUM, SNAPSHOT_SHARE_DEN = 1, 2
 #: Such a batch is stored as its input (:class:`Replay`) instead, while fewer than
 #: ``OperatorSettings.replay_batches`` deltas follow the snapshot: a load that misses the
 #: cache applies at most that many batches again after reading the snapshot (at a million
-#: partitions, a restart's first batch pays ~25 us a round for each) -- and only while the
+#: partitions, a restart's first batch pays ~30 us a round for each) -- and only while the
 #: bucket's last this many loads all found it in the worker's cache (``Bucket.extra
 #: ["misses"]``, a bit per load): where its tasks change workers (``local`` mode's Python
 #: workers are taken in turn), every miss would apply batches again.
