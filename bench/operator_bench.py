@@ -38,7 +38,7 @@ from monitor.dev.synth import generate
 from monitor.model import ModelConfig
 from streaming import operator as op
 from streaming.config import StreamingConfig
-from tests.streaming.helpers import bucket_payloads, run_bucket
+from tests.streaming.helpers import FakeMap, FakeValue, bucket_payloads, run_bucket
 
 
 def profile_phases(
@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         model=ModelConfig(),
         cache_scope="bench",
         # the job's default: a partition's row when it says something new, or is due
-        state_refresh_ms=StreamingConfig.model_fields["state_refresh_ms"].default,
+        state_refresh_ms=defaults["state_refresh_ms"].default,
         replay_batches=0 if args.no_replay else defaults["replay_batches"].default,
     )
     stores: dict[int, dict[str, Any]] = {b: {} for b in range(args.buckets)}
@@ -150,18 +150,32 @@ def main(argv: list[str] | None = None) -> int:
     print("  bucket saves: " + ", ".join(f"{k} {v}" for k, v in sorted(saves.items())))
     prof_path.unlink()
     prof_path.parent.rmdir()
+    # What a worker without the buckets pays (a restart, a task on another worker): each
+    # bucket's snapshot read, and the inputs stored after it applied again.
+    gc.collect()
+    started, applied = time.process_time(), 0
+    for b, store in stores.items():
+        meta = op.Meta.of(store["meta"])
+        applied += meta.seq - meta.base_seq
+        op.BucketStore(
+            FakeValue(store, "meta"), FakeValue(store, "base"), FakeMap(store, "deltas"),
+            "cold", b, settings,
+        )._load_stored(meta)  # fmt: skip
+    cold_us = (time.process_time() - started) / args.partitions * 1e6
+    print(
+        f"a load that misses the cache: {cold_us:.1f} us of CPU per partition (the snapshot, "
+        f"then {applied / len(stores):.1f} stored batches a bucket applied again)"
+    )
+    same = ["--partitions", str(args.partitions), "--rounds", str(args.rounds)]
+    same += ["--buckets", str(args.buckets)]
     if args.compare_replay:
-        same = ["--partitions", str(args.partitions), "--rounds", str(args.rounds)]
-        cmd = [sys.executable, "-m", "bench.operator_bench", *same, "--buckets", str(args.buckets)]
-        text = subprocess.run(
-            [*cmd, "--no-replay"], check=True, capture_output=True, text=True
-        ).stdout
+        cmd = [sys.executable, "-m", "bench.operator_bench", *same, "--no-replay"]
+        text = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
         print("the same input, batches of whole rounds stored as snapshots:\n" + indented(text))
         snap_us = figure(text, "Python side:")
         print(f"replays / snapshots: {us:.1f} / {snap_us:.1f} us = {us / snap_us:.2f}")
     if args.compare_source:
-        same = ["--partitions", str(args.partitions), "--rounds", str(args.rounds)]
-        text = on_source("bench.operator_bench", [*same, "--buckets", str(args.buckets)])
+        text = on_source("bench.operator_bench", same)
         print("the same input, the model's source:\n" + indented(text), end="")
         source_us = figure(text, "Python side:")
         print(f"this run / the source: {us:.1f} / {source_us:.1f} us = {us / source_us:.2f}")

@@ -263,10 +263,20 @@ class Delta:
     brokers: dict[tuple[str, int], BrokerState]
 
     def apply_to(self, bucket: Bucket) -> None:
-        for name, value in zip(HEADER_FIELDS, self.header, strict=True):
-            setattr(bucket, name, value)
         bucket.model.restore(self.partitions, self.topics, self.brokers)
-        bucket.model.deleted = dict(bucket.extra.get("deleted", {}))
+        _restore_header(bucket, self.header)
+
+
+def _header(bucket: Bucket) -> tuple[Any, ...]:
+    """A bucket's bookkeeping (:data:`HEADER_FIELDS`), as a delta stores it."""
+    return tuple(getattr(bucket, n) for n in HEADER_FIELDS)
+
+
+def _restore_header(bucket: Bucket, header: tuple[Any, ...]) -> None:
+    """Set a bucket's bookkeeping as stored; the model's tombstones travel in it."""
+    for name, value in zip(HEADER_FIELDS, header, strict=True):
+        setattr(bucket, name, value)
+    bucket.model.deleted = dict(bucket.extra.get("deleted", {}))
 
 
 @dataclass(slots=True)
@@ -277,8 +287,8 @@ class Replay:
 
     Written for a batch that changed most of a bucket (every collection round does), where
     the alternative is the bucket's whole snapshot -- flattening and pickling every
-    partition, ~10 us a round at a million partitions -- while the batch's payloads
-    compress in ~1 us a round. The price is paid on a load that misses the worker cache:
+    partition (``bench.operator_bench --compare-replay``: the save 2.0 us a round against
+    7-9, docs/benchmarks.md). The price is paid on a load that misses the worker cache:
     the batches since the snapshot applied again (at most ``replay_batches``), which is
     why :meth:`BucketStore.save` writes one only for a bucket whose recent loads all hit.
     """
@@ -296,13 +306,10 @@ class Replay:
         model = bucket.model
         if model.config != self.config:
             model.reconfigure(self.config)
-        for payloads in self.frames:
-            for ev in ordered_events(payloads, model)[0]:
-                model.apply(ev)
+        for payloads in self.frames:  # as BucketProcessor._apply_rows applied them
+            apply_frame(model, ordered_events(payloads, model)[0], BatchChanges(track=False))
         model.take_forgotten()  # the tombstones were written by the batch itself
-        for name, value in zip(HEADER_FIELDS, self.header, strict=True):
-            setattr(bucket, name, value)
-        model.deleted = dict(bucket.extra.get("deleted", {}))
+        _restore_header(bucket, self.header)
 
 
 # --- serialisation ---------------------------------------------------------------------------
@@ -713,8 +720,8 @@ MAX_DELTAS = 64
 SNAPSHOT_SHARE_NUM, SNAPSHOT_SHARE_DEN = 1, 2
 #: Such a batch is stored as its input (:class:`Replay`) instead, while fewer than
 #: ``OperatorSettings.replay_batches`` deltas follow the snapshot: a load that misses the
-#: cache applies at most that many batches again after reading the snapshot (at a million
-#: partitions, a restart's first batch pays ~30 us a round for each) -- and only while the
+#: cache applies at most that many batches again after reading the snapshot (~24 us a
+#: partition for each, ``bench.operator_bench``) -- and only while the
 #: bucket's last this many loads all found it in the worker's cache (``Bucket.extra
 #: ["misses"]``, a bit per load): where its tasks change workers (``local`` mode's Python
 #: workers are taken in turn), every miss would apply batches again.
@@ -856,28 +863,23 @@ class BucketStore:
             state.extra["deleted"] = dict(state.model.deleted)
         old = self.meta
         tag = uuid.uuid4().hex
+        most = len(partitions) * SNAPSHOT_SHARE_DEN >= len(state.model.partitions) * (
+            SNAPSHOT_SHARE_NUM
+        )
         if old is None:  # a new bucket: a snapshot, no delta (nobody can be behind)
             meta = Meta(seq=1, tag=tag, log_start=2)
             self._snapshot(state, meta)
             self.saved = "snapshot"
         elif (
-            len(partitions) * SNAPSHOT_SHARE_DEN >= len(state.model.partitions) * SNAPSHOT_SHARE_NUM
+            most
             and inputs is not None
             and old.seq - old.base_seq < self.settings.replay_batches
             and not state.extra.get("misses", 0)
         ):
             # The batch's input instead of the states it changed (most of the bucket).
-            header = tuple(getattr(state, n) for n in HEADER_FIELDS)
-            blob = dumps(Replay(header, state.model.config, inputs))
-            meta = Meta(
-                old.seq + 1, tag, old.base_seq, old.base_tag, old.log_start, old.base_bytes,
-                old.delta_bytes + len(blob), old.replay_bytes + len(blob),
-            )  # fmt: skip
-            self.deltas.updateValue((meta.seq,), (tag, old.tag, blob))
+            meta = self._append(old, tag, Replay(_header(state), state.model.config, inputs))
             self.saved = "replay"
-        elif (
-            len(partitions) * SNAPSHOT_SHARE_DEN >= len(state.model.partitions) * SNAPSHOT_SHARE_NUM
-        ):
+        elif most:
             # The batch changed most partitions (a collection round of the whole bucket, or
             # most of one: batches need not end where rounds do): its delta would be about
             # the snapshot's size, and the delta log would be compacted into a snapshot
@@ -890,13 +892,8 @@ class BucketStore:
                 self.deltas.removeKey((seq,))
             self.saved = "snapshot"
         else:
-            header = tuple(getattr(state, n) for n in HEADER_FIELDS)
-            blob = dumps(Delta(header, partitions, topics, dict(state.model.brokers)))
-            meta = Meta(
-                old.seq + 1, tag, old.base_seq, old.base_tag, old.log_start, old.base_bytes,
-                old.delta_bytes + len(blob), old.replay_bytes,
-            )  # fmt: skip
-            self.deltas.updateValue((meta.seq,), (tag, old.tag, blob))
+            delta = Delta(_header(state), partitions, topics, dict(state.model.brokers))
+            meta = self._append(old, tag, delta)
             self.saved = "delta"
             if (
                 meta.delta_bytes - meta.replay_bytes > self.compact_factor * meta.base_bytes
@@ -911,6 +908,17 @@ class BucketStore:
         self.meta = meta
         _CACHE[self.key] = ((meta.seq, meta.tag), state)
         return meta.base_bytes + meta.delta_bytes
+
+    def _append(self, old: Meta, tag: str, delta: Delta | Replay) -> Meta:
+        """Write ``delta`` as the version after ``old``; return the new version row."""
+        blob = dumps(delta)
+        replay = len(blob) if isinstance(delta, Replay) else 0
+        meta = Meta(
+            old.seq + 1, tag, old.base_seq, old.base_tag, old.log_start, old.base_bytes,
+            old.delta_bytes + len(blob), old.replay_bytes + replay,
+        )  # fmt: skip
+        self.deltas.updateValue((meta.seq,), (tag, old.tag, blob))
+        return meta
 
     def _snapshot(self, state: Bucket, meta: Meta) -> None:
         blob = dumps(state)
@@ -1055,6 +1063,52 @@ def refresh_due(key: tuple[str, str, int], before_ms: int, now_ms: int, period_m
     return (now_ms + offset) // period_ms != (before_ms + offset) // period_ms
 
 
+@dataclass(slots=True)
+class BatchChanges:
+    """What a call's events changed, for its outputs (:func:`apply_frame` fills it)."""
+
+    #: Whether a touched partition's row content is kept to compare after (state rows
+    #: written only when they say something new).
+    track: bool
+    #: Each touched partition -> (its row content, its last_seen) before the call, or a
+    #: marker (new, reconfigured).
+    touched_keys: dict[tuple[str, str, int], Any] = field(default_factory=dict)
+    topics: dict[tuple[str, str], TopicState | None] = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)
+
+
+def apply_frame(model: ClusterModel, events: Iterable[Any], changes: BatchChanges) -> None:
+    """Apply one input frame's events (in :func:`ordered_events`' order) to the bucket's
+    model, noting what they touched. The one place a batch changes the model: a stored
+    input (:class:`Replay`) is applied again through it."""
+    apply, partitions = model.apply, model.partitions
+    touched_keys, topics, track = changes.touched_keys, changes.topics, changes.track
+    for ev in events:
+        kind = type(ev)
+        if kind is TopicConfigReport:
+            tk = (ev.cluster, ev.topic)
+            before = model.topics.get(tk)
+            config = before.config if before is not None else None
+            found = apply(ev)
+            ts = model.topics.get(tk)  # None: the topic is deleted
+            if ts is not None:
+                topics[tk] = ts
+                if ts.config != config:  # the topic's partitions were re-judged
+                    for pk in partitions:
+                        if pk[0] == tk[0] and pk[1] == tk[1]:
+                            touched_keys[pk] = _RECONFIGURED
+        elif kind is PartitionRound or kind is PartitionMeta or kind is ReplicaReport:
+            pk = (ev.cluster, ev.topic, ev.partition)
+            if pk not in touched_keys:
+                prior = partitions.get(pk) if track else None
+                touched_keys[pk] = _NEW if prior is None else (row_content(prior), prior.last_seen)
+            found = apply(ev)
+        else:
+            found = apply(ev)
+        if found:
+            changes.findings.extend(found)
+
+
 def _bytes(v: Any) -> bytes:
     return bytes(v) if v is not None else b""
 
@@ -1147,12 +1201,8 @@ class BucketProcessor(StatefulProcessor):
         model = state.model
         n_events = n_dup = n_owned = 0
         touched: dict[tuple[str, str, int], PartitionState | None] = {}
-        # Each touched partition -> (its row content, its last_seen) before the call, or a
-        # marker (new, reconfigured).
-        touched_keys: dict[tuple[str, str, int], Any] = {}
-        track = self.settings.emit_state and self.settings.state_refresh_ms > 0
-        topics: dict[tuple[str, str], TopicState | None] = {}
-        findings: list[Finding] = []
+        changes = BatchChanges(self.settings.emit_state and self.settings.state_refresh_ms > 0)
+        touched_keys, topics, findings = changes.touched_keys, changes.topics, changes.findings
         max_obs = state.input_max_observed if state.input_batch_ts == now else -1
         inputs: list[list[str]] = []
         for pdf in rows:
@@ -1165,33 +1215,7 @@ class BucketProcessor(StatefulProcessor):
             n_dup += dups
             n_events += len(payloads)
             n_owned += owned
-            apply, partitions = model.apply, model.partitions
-            for ev in events:
-                kind = type(ev)
-                if kind is TopicConfigReport:
-                    tk = (ev.cluster, ev.topic)
-                    before = model.topics.get(tk)
-                    config = before.config if before is not None else None
-                    found = apply(ev)
-                    ts = model.topics.get(tk)  # None: the topic is deleted
-                    if ts is not None:
-                        topics[tk] = ts
-                        if ts.config != config:  # the topic's partitions were re-judged
-                            for pk in partitions:
-                                if pk[0] == tk[0] and pk[1] == tk[1]:
-                                    touched_keys[pk] = _RECONFIGURED
-                elif kind is PartitionRound or kind is PartitionMeta or kind is ReplicaReport:
-                    pk = (ev.cluster, ev.topic, ev.partition)
-                    if pk not in touched_keys:
-                        prior = partitions.get(pk) if track else None
-                        touched_keys[pk] = (
-                            _NEW if prior is None else (row_content(prior), prior.last_seen)
-                        )
-                    found = apply(ev)
-                else:
-                    found = apply(ev)
-                if found:
-                    findings.extend(found)
+            apply_frame(model, events, changes)
             if newest_event > max_obs:
                 max_obs = newest_event
         # The touched partitions' states, in the order first touched (a partition whose
@@ -1208,7 +1232,7 @@ class BucketProcessor(StatefulProcessor):
             if ps.last_seen > newest.get(k[0], -1):
                 newest[k[0]] = ps.last_seen
             if (
-                not track
+                not changes.track
                 or len(before) == 1  # _NEW, _RECONFIGURED
                 or (content := row_content(ps)) is None
                 or content != before[0]
