@@ -95,12 +95,27 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="run the same input with --no-replay too (a subprocess), and print the ratio",
     )
+    ap.add_argument(
+        "--bare-records",
+        action="store_true",
+        help="records without the fields the collector sends beside the generator's (topic "
+        "id, offline replicas, log starts, fetch lags): the input of the figures before "
+        "2026-11-30",
+    )
     args = ap.parse_args(argv)
     print(monitor.model.NATIVE_NOTE)
     if args.no_replay:
         print("batches of whole rounds stored as snapshots (--no-replay)")
 
-    records = list(generate(args.partitions, args.rounds, form="rounds", seed=1))
+    records = list(
+        generate(
+            args.partitions,
+            args.rounds,
+            form="rounds",
+            seed=1,
+            collector_fields=not args.bare_records,
+        )
+    )
     # One micro-batch per round (the stream's records in order; a round is ~1 + P records).
     batches: list[list[dict[str, Any]]] = [[]]
     seen_at = records[0]["observed_at"]
@@ -168,6 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     same = ["--partitions", str(args.partitions), "--rounds", str(args.rounds)]
     same += ["--buckets", str(args.buckets)]
+    same += ["--bare-records"] if args.bare_records else []
     if args.compare_replay:
         cmd = [sys.executable, "-m", "bench.operator_bench", *same, "--no-replay"]
         text = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout

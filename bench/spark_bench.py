@@ -177,12 +177,19 @@ class MemorySampler(threading.Thread):
                 self.machine_after_first = self.machine_last
 
 
-def _events(partitions: int, rounds: int, seed: int, form: str) -> tuple[list[bytes], int]:
-    """The records, and how many model events they carry (a round record: 1 + its samples)."""
+def _events(
+    partitions: int, rounds: int, seed: int, form: str, bare: bool = False
+) -> tuple[list[bytes], int]:
+    """The records, and how many model events they carry (a round record: 1 + its samples).
+
+    With the fields the collector sends (topic id, offline replicas, log starts, fetch lags)
+    unless ``bare``."""
     from monitor.dev.synth import generate
 
     records, events = [], 0
-    for e in generate(partitions, rounds, fault_rate=0.001, seed=seed, form=form):
+    for e in generate(
+        partitions, rounds, fault_rate=0.001, seed=seed, form=form, collector_fields=not bare
+    ):
         records.append(json.dumps(e, separators=(",", ":")).encode())
         events += 1 + len(e.get("replica_samples", ()))
     return records, events
@@ -542,6 +549,13 @@ def main(argv: list[str] | None = None) -> int:
         help="a Spark setting for this run, over the job's (repeatable): experiments such as "
         "spark.sql.codegen.wholeStage=true, or a Flight Recording in extraJavaOptions",
     )
+    ap.add_argument(
+        "--bare-records",
+        action="store_true",
+        help="records without the fields the collector sends beside the generator's (topic "
+        "id, offline replicas, log starts, fetch lags): the input of the figures before "
+        "2026-11-30",
+    )
     ap.add_argument("--keep", action="store_true", help="keep the work folder")
     args = ap.parse_args(argv)
     extra_conf: dict[str, str] = {}
@@ -572,7 +586,9 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("MONITOR_STREAMING_PROFILE", str(work / "operator-profile.txt"))
     lab = None
     t0 = time.monotonic()
-    events, n_model_events = _events(args.partitions, args.rounds, args.seed, args.form)
+    events, n_model_events = _events(
+        args.partitions, args.rounds, args.seed, args.form, args.bare_records
+    )
     gen_s = time.monotonic() - t0
     n_events = len(events)
     per_record = Per(

@@ -19,11 +19,15 @@ events and as round records (the ``partition`` event carrying its three replicas
     python -m bench.validation_bench --records 300000 --rounds
     python -m bench.validation_bench --records 100000 --diagnosis
     python -m bench.validation_bench --records 100000 --counts
+    python -m bench.validation_bench --records 200000 --shapes
 
 ``--diagnosis`` compares the diagnosis of records neither fast path accepts compiled (as
 before) and interpreted (``streaming.schema.interpreted_sql``, the job's), side by side in one
 run: round records over 12 tasks (per-task code generation shows) and over 2, and records
 that are all invalid (what the interpreted diagnosis costs them).
+
+``--shapes`` prices round records with and without the fields the collector sends beside the
+generator's (``monitor.dev.synth.generate(collector_fields=...)``), side by side.
 
 ``--counts`` prices the typed path's character counts on round records (its brace count and
 its nesting bound), side by side: as ``streaming.schema.count_sql`` counts them (``split``),
@@ -116,6 +120,48 @@ def _compare_rounds(
         df.unpersist()
 
 
+def _compare_shapes(spark: Any, n: int, buckets: int, repeat: int, pid: int) -> None:
+    """Round records as the generator writes them alone (``bare``) and with the fields the
+    collector sends beside (``collector``: topic id, ``offline_replicas``, log starts, fetch
+    lags): JVM CPU per record of each stage, side by side. An absent ``offline_replicas``
+    costs the typed path a scan of the text for its key (null is refused, absent is not)."""
+    from pyspark.sql import functions as F
+
+    from monitor.dev.synth import generate
+    from streaming import schema
+    from streaming.job import build_operator_input
+
+    cpu: dict[str, dict[str, float]] = {}
+    for shape in ("bare", "collector"):
+        evs = generate(n // 2 + 1, 2, fault_rate=0.001, seed=1, collector_fields=shape != "bare")
+        records = _plain_and_rounds(list(evs), n)[1]
+        size = sum(map(len, records)) / len(records)
+        df = spark.createDataFrame(
+            [(r, "events", 0, i) for i, r in enumerate(records)],
+            "value binary, topic string, partition int, offset long",
+        )
+        df = df.repartition(2).persist()
+        m = df.count()
+        parsed = df.select("value", schema.typed_struct("value").alias("p"))
+        stages = {
+            "typed from_json": parsed.select(F.xxhash64("p").alias("h")),
+            "typed path test": parsed.select(
+                F.xxhash64(F.expr(schema.typed_ok_sql("value"))).alias("h")
+            ),
+            "validate": schema.validate(df).select(F.xxhash64("reason", "kind").alias("h")),
+            "operator input": build_operator_input(df, buckets).select(
+                F.xxhash64("bucket", "payload").alias("h")
+            ),
+        }
+        cpu[shape] = {k: _timed(v, repeat, pid)[1] / m * 1e6 for k, v in stages.items()}
+        cpu[shape]["bytes"] = size
+        df.unpersist()
+    print(f"  round records, bare vs collector-shaped ({n} each; us/record, JVM CPU):")
+    for stage in cpu["bare"]:
+        a, b = cpu["bare"][stage], cpu["collector"][stage]
+        print(f"    {stage:16s} bare {a:6.1f}, collector {b:6.1f} (ratio {b / a:.2f})")
+
+
 def _compare_counts(spark: Any, rounds: list[bytes], repeat: int, pid: int) -> None:
     """The typed path's counts on round records, ``split`` vs ``replace``: JVM CPU per record."""
     from pyspark.sql import functions as F
@@ -194,6 +240,18 @@ def main(argv: list[str] | None = None) -> int:
         help="also: plain partition events vs round records (3 samples), side by side",
     )
     ap.add_argument(
+        "--form",
+        choices=("events", "rounds"),
+        default="events",
+        help="the stages' input: the generator's events (replica + partition events), or "
+        "round records (a partition event carrying its replicas' samples, the collector's)",
+    )
+    ap.add_argument(
+        "--shapes",
+        action="store_true",
+        help="also: round records bare vs with the collector's fields, side by side",
+    )
+    ap.add_argument(
         "--diagnosis",
         action="store_true",
         help="also: the diagnosis compiled vs interpreted, side by side",
@@ -215,6 +273,13 @@ def main(argv: list[str] | None = None) -> int:
     partitions = max(100, args.records // 8)
     every = round(1 / args.fallback_share) if args.fallback_share > 0 else 0
     events = list(generate(partitions, 2, fault_rate=0.001, seed=1))
+    if args.form == "rounds":
+        more = list(
+            generate(
+                max(100, args.records // 2 + 1), 2, fault_rate=0.001, seed=1, collector_fields=True
+            )
+        )
+        events = [json.loads(r) for r in _plain_and_rounds(more, args.records)[1]]
     rows = [
         (
             json.dumps(e, separators=(",", ":")).encode()
@@ -261,7 +326,9 @@ def main(argv: list[str] | None = None) -> int:
         build_operator_input(src, args.buckets),
         "validate (reason + typed columns)",
     )
-    print(f"{n} records, master {args.master}; JVM CPU is the load-independent figure")
+    print(
+        f"{n} records ({args.form}), master {args.master}; JVM CPU is the load-independent figure"
+    )
     cpu_of: dict[str, float] = {}
     for name, (df, parent) in stages.items():
         # The payload/validation columns must be computed: hash them into one number.
@@ -294,6 +361,8 @@ def main(argv: list[str] | None = None) -> int:
         _compare_diagnosis(spark, rounds, args.repeat, pid)
     if args.counts:
         _compare_counts(spark, rounds, args.repeat, pid)
+    if args.shapes:
+        _compare_shapes(spark, args.records, args.buckets, args.repeat, pid)
     spark.stop()
     return 0
 

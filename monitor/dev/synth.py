@@ -16,6 +16,7 @@ recorded in ``SynthStats`` so a test can match findings against it.
 
 from __future__ import annotations
 
+import base64
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -61,6 +62,7 @@ def generate(
     stats: SynthStats | None = None,
     form: str = "replica",
     idle_fraction: float = 0.0,
+    collector_fields: bool = False,
 ) -> Iterator[dict[str, Any]]:
     """Yield events round by round. ``topics`` defaults to one topic per 100 partitions.
 
@@ -73,6 +75,13 @@ def generate(
     its followers are caught up, no fault is injected there -- what many partitions of a
     large fleet look like between two rounds.
 
+    ``collector_fields``: the fields the collector sends beside these, as it sends them --
+    each topic's ``topic_id``, ``offline_replicas`` (``[]``), each replica's
+    ``log_start_offset`` and each follower's ``fetch_lag`` (its leader's log end minus its
+    own) -- so that a benchmark reads records of the collector's size and shape. They change
+    no finding here: no topic is recreated, no replica is offline, and the lags are the log
+    ends' differences.
+
     A stall lasts ``lag_rounds + 3`` rounds: after ``lag_rounds`` (the ISR drops the follower
     only then, as Kafka does after replica.lag.time.max.ms) the follower is out of the ISR.
     """
@@ -81,6 +90,8 @@ def generate(
     stats = stats if stats is not None else SynthStats()
     n_topics = topics or max(1, partitions // 100)
     names = [f"topic-{i:05d}" for i in range(n_topics)]
+    # A topic id as Kafka prints one: 22 characters of URL-safe base64 (16 bytes).
+    ids = [base64.urlsafe_b64encode(i.to_bytes(16, "big")).decode()[:22] for i in range(n_topics)]
     parts: list[_P] = []
     for i in range(partitions):
         first = i % brokers
@@ -119,8 +130,17 @@ def generate(
                     stats.injected.append(("election", topic, pid, t))
             p.leo += 0 if idle and r else rate_per_round
             leader = p.replicas[p.leader_idx]
+            extra: dict[str, Any] = {"log_start_offset": 0} if collector_fields else {}
             samples = [
-                ev("replica", t, topic=topic, partition=pid, broker=leader, log_end_offset=p.leo)
+                ev(
+                    "replica",
+                    t,
+                    topic=topic,
+                    partition=pid,
+                    broker=leader,
+                    log_end_offset=p.leo,
+                    **extra,
+                )
             ]
             isr = list(p.replicas)
             if p.stalled >= 0:
@@ -138,6 +158,8 @@ def generate(
                         isr.remove(p.replicas[idx])
                 else:
                     leo = p.leo if idle else p.leo - rng.randint(0, 5)
+                if collector_fields:
+                    extra = {"log_start_offset": 0, "fetch_lag": p.leo - leo}
                 samples.append(
                     ev(
                         "replica",
@@ -146,6 +168,7 @@ def generate(
                         partition=pid,
                         broker=p.replicas[idx],
                         log_end_offset=leo,
+                        **extra,
                     )
                 )
             # HW: the leader's LEO a fetch round back, held down by a stalled in-ISR follower.
@@ -157,6 +180,8 @@ def generate(
             else:
                 yield from samples
                 more = {}
+            if collector_fields:
+                more = {"topic_id": ids[i % n_topics], "offline_replicas": [], **more}
             yield ev(
                 "partition",
                 t + 200,

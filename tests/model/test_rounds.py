@@ -18,8 +18,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from monitor.contract.events import parse_event, to_model, validate_event
+from monitor.contract.state import view_of
 from monitor.dev.kafka_sim import Sim
 from monitor.dev.rounds import fold
+from monitor.dev.synth import generate
 from monitor.model import ClusterModel, Finding, ModelConfig, ModelEvent
 from monitor.model.order import event_order, unfold
 from monitor.query.replay import replay
@@ -143,3 +145,27 @@ def test_simulated_rounds_as_round_records_give_the_same_findings(sim: Sim) -> N
     assert applied_r == applied
     assert found_r == found
     assert _batch(folded, {}) == _batch(events, {})
+
+
+def test_the_generators_collector_shaped_forms_give_the_same_findings() -> None:
+    """The benchmarks' input (``generate(collector_fields=True)``: topic ids, offline
+    replicas, log starts, fetch lags, as the collector sends them) means the same as
+    replica events and as round records, and the model reads its fields."""
+    replica = list(generate(200, 14, fault_rate=0.05, seed=9, collector_fields=True))
+    rounds = list(generate(200, 14, fault_rate=0.05, seed=9, form="rounds", collector_fields=True))
+    samples = [s for e in rounds for s in e.get("replica_samples", ())]
+    assert samples and all("log_start_offset" in s for s in samples)
+    assert sum("fetch_lag" in s for s in samples) == 2 * len(samples) // 3
+    found = _batch(replica, {})
+    assert found == _batch(rounds, {})
+    assert "under_replicated" in {json.loads(f)["kind"] for f in found}
+    views, ids = [], []
+    for stream in (replica, rounds):
+        model = ClusterModel(ModelConfig())
+        unfolded = (ev for d in stream for ev in unfold(to_model(validate_event(d))))
+        for ev in sorted(unfolded, key=event_order):
+            model.apply(ev)
+        views.append({k: view_of(ps, None).to_row() for k, ps in sorted(model.partitions.items())})
+        ids.append({k: ps.topic_id for k, ps in model.partitions.items()})
+    assert views[0] == views[1]
+    assert ids[0] == ids[1] and all(ids[1].values())

@@ -359,7 +359,13 @@ def test_scenario_and_synthetic_records_take_the_typed_path(spark: Any) -> None:
     events = [json.loads(r) for r in scenario_records() + synth]
     rounds = [_dump(e) for e in fold(events) if "replica_samples" in e]
     assert len(rounds) > 300
-    records = scenario_records() + synth + rounds
+    # the benchmarks' input: round records with the fields the collector sends
+    shaped = [
+        _dump(e)
+        for e in generate(100, 2, fault_rate=0.05, seed=3, form="rounds", collector_fields=True)
+    ]
+    assert sum(b'"fetch_lag"' in r and b'"offline_replicas":[]' in r for r in shaped) >= 200
+    records = scenario_records() + synth + rounds + shaped
     flags = _typed_flags(spark, records)
     refused = [r for r, ok in zip(records, flags, strict=True) if not ok]
     assert not refused, f"{len(refused)} of {len(records)} refused, e.g. {refused[:2]!r}"
