@@ -176,7 +176,7 @@ def generate(
             committed = min(p.leo - 5, p.stall_leo) if holding else p.leo - (0 if idle else 5)
             if form == "rounds":
                 stats.events -= len(samples)  # records, not the events they carry
-                more = {"replica_samples": [sample_of(x, t + 200) for x in samples]}
+                more: dict[str, Any] = {"replica_samples": [sample_of(x, t + 200) for x in samples]}
             else:
                 yield from samples
                 more = {}
