@@ -53,8 +53,10 @@ def _rss_mb(pid: int) -> float:
     return 0.0
 
 
-def _children(pid: int) -> list[int]:
-    out = []
+def _process_children() -> dict[int, list[int]]:
+    """Every process's children, from one walk over ``/proc`` (a walk reads every process's
+    ``stat``: the sampler makes one a sample, not one a process it looks for)."""
+    out: dict[int, list[int]] = {}
     for p in Path("/proc").iterdir():
         if not p.name.isdigit():
             continue
@@ -62,15 +64,14 @@ def _children(pid: int) -> list[int]:
             stat = (p / "stat").read_text()
         except OSError:
             continue
-        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-            out.append(int(p.name))
+        out.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(p.name))
     return out
 
 
-def _descendants(pid: int) -> list[int]:
+def _descendants(pid: int, children: dict[int, list[int]]) -> list[int]:
     out: list[int] = []
-    for c in _children(pid):
-        out += [c, *_descendants(c)]
+    for c in children.get(pid, ()):
+        out += [c, *_descendants(c, children)]
     return out
 
 
@@ -123,26 +124,29 @@ class MemorySampler(threading.Thread):
         #: query's Python workers on a shared standalone cluster) keeps what it had used,
         #: so the sums never go back (they did: the ceiling's read negative).
         self._seen: dict[str, dict[int, float]] = {}
+        #: This thread's own CPU seconds as of its last sample: the driver's Python process
+        #: runs it, and what it costs is the benchmark's, not the job's (it is taken off).
+        self.own_cpu = 0.0
         self.running = True
 
-    def _tree(self) -> list[int]:
+    def _tree(self, children: dict[int, list[int]]) -> list[int]:
         pids = [self.jvm_pid, os.getpid()]
-        for daemon in _children(self.jvm_pid):
+        for daemon in children.get(self.jvm_pid, ()):
             pids.append(daemon)
-            pids.extend(_children(daemon))
+            pids.extend(children.get(daemon, ()))
         if self.executors is not None:
-            pids.extend(_descendants(self.executors))
+            pids.extend(_descendants(self.executors, children))
         return pids
 
-    def _executor_jvms(self) -> list[int]:
+    def _executor_jvms(self, children: dict[int, list[int]]) -> list[int]:
         """A standalone worker's executor JVMs (none in local mode)."""
-        return _children(self.executors) if self.executors is not None else []
+        return list(children.get(self.executors, ())) if self.executors is not None else []
 
     @staticmethod
-    def _python_workers(jvms: list[int]) -> list[int]:
+    def _python_workers(jvms: list[int], children: dict[int, list[int]]) -> list[int]:
         """The Python daemons and workers of ``jvms``: the driver JVM (local mode) or, on a
         standalone cluster, each executor JVM."""
-        return [w for jvm in jvms for d in _children(jvm) for w in (d, *_children(d))]
+        return [w for jvm in jvms for d in children.get(jvm, ()) for w in (d, *children.get(d, ()))]
 
     def _cpu(self, kind: str, pids: list[int]) -> float:
         """CPU seconds of the processes of one ``kind`` (the tree, the JVMs, the Python
@@ -156,17 +160,19 @@ class MemorySampler(threading.Thread):
     def run(self) -> None:
         while self.running:
             self.sample()
+            self.own_cpu = time.thread_time()
             time.sleep(0.5)
 
     def sample(self) -> None:
         self.peak_driver = max(self.peak_driver, _rss_mb(self.jvm_pid))
         self.peak_python_driver = max(self.peak_python_driver, _rss_mb(os.getpid()))
-        executors = self._executor_jvms()
+        children = _process_children()
+        executors = self._executor_jvms(children)
         jvms = [self.jvm_pid, *executors]
-        python_workers = self._python_workers(jvms)
+        python_workers = self._python_workers(jvms, children)
         self.peak_executors = max(self.peak_executors, sum(_rss_mb(p) for p in executors))
         self.peak_workers = max(self.peak_workers, sum(_rss_mb(w) for w in python_workers))
-        self.cpu_last = self._cpu("tree", self._tree())
+        self.cpu_last = self._cpu("tree", self._tree(children)) - self.own_cpu
         self.split_last = (self._cpu("jvms", jvms), self._cpu("python", python_workers))
         self.machine_last = _machine_busy_ticks()
         if self.cpu_after_first is None and self.query is not None:
@@ -392,7 +398,8 @@ def _measure(
             out["cpu_round_jvm_us"], out["cpu_round_python_us"] = jvm, python
             print(
                 f"    of which JVM {jvm:.1f} us, Python workers {python:.1f} us, the driver's "
-                f"Python {out['cpu_round_us'] - jvm - python:.1f} us per partition-round"
+                f"Python {out['cpu_round_us'] - jvm - python:.1f} us per partition-round "
+                f"(this benchmark's own sampler, {sampler.own_cpu:.1f} s of CPU in all, left out)"
             )
         if sampler.machine_after_first is not None and steady_s:
             # Over the batches' own wall time: the query idles after its last batch until
