@@ -21,7 +21,7 @@ import pytest
 from monitor.dev.lab.cluster import Lab
 from monitor.dev.lab.config import LabConfig
 from monitor.dev.lab.ports import ephemeral_range, reserve_base_port
-from tests.deploy import image_prebuild
+from tests import background
 from tests.dev.lab.helpers import heal, run_lab
 
 #: Fixtures shared by the packages' tests: the real Prometheus/Alertmanager binaries, the
@@ -49,16 +49,14 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    # The image takes minutes to build, mostly waiting on mirrors: start it now, in the
-    # background at the lowest priority, for tests/deploy/test_image.py to pick up.
-    if session.config.option.collectonly:
-        return
-    if image_prebuild.wanted([item.nodeid for item in session.items]):
-        image_prebuild.start(image_prebuild.ROOT / ".cache" / "image" / "prebuild.log")
+    # The image and the chart's tools take minutes, mostly waiting on mirrors: started now,
+    # in the background at the lowest priority, for their tests to pick up (tests/background.py).
+    if not session.config.option.collectonly:
+        background.start([item.nodeid for item in session.items])
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    image_prebuild.stop()
+    background.stop()
 
 
 def pytest_report_header() -> str:

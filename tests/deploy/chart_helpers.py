@@ -18,6 +18,8 @@ from typing import Any
 
 import yaml  # type: ignore[import-untyped]
 
+from tests import background
+
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "deploy" / "helm" / "kafka-replication-monitor"
 TOOLS_SCRIPT = REPO / "scripts" / "k8s-tools.sh"
@@ -99,7 +101,12 @@ class Tools:
 
 
 def install_tools() -> Tools:
-    """``scripts/k8s-tools.sh install`` (fast when everything is there); the paths."""
+    """``scripts/k8s-tools.sh install`` (fast when everything is there); the paths.
+
+    The session may have started it in the background (``tests/background.py``): it is
+    waited for, then run again here -- in milliseconds when the background run installed
+    everything, and saying what failed when it did not."""
+    background.wait("k8s-tools", timeout=1800)
     proc = subprocess.run(
         [str(TOOLS_SCRIPT), "install"], capture_output=True, text=True, check=False, timeout=1800
     )

@@ -3,7 +3,7 @@
 ``scripts/image.sh build`` builds it with buildah (chroot isolation, vfs storage) on a Debian
 12 base it makes with debootstrap (cached under ``.cache/image``: about 2 minutes for the
 base the first time, then 2-3 for the image) -- in the background from the session's start
-when the session holds these tests (``tests/deploy/image_prebuild.py``, at the lowest CPU
+when the session holds these tests (``tests/background.py``, at the lowest CPU
 and I/O priority), so the rest of the suite runs meanwhile. The image is then run with
 ``buildah from`` + ``buildah run`` (one working container), as its own user with its own
 environment.
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.deploy import image_prebuild
+from tests import background
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "image.sh"
@@ -70,9 +70,9 @@ def image() -> Iterator[dict[str, object]]:
             "installs them); MONITOR_IMAGE_TEST=0 leaves the image out explicitly",
             pytrace=False,
         )
-    # Started in the background at the session's start (tests/deploy/image_prebuild.py), or
-    # here when it was not.
-    build = image_prebuild.wait(timeout=1500) or _script("build", timeout=1500)
+    # Started in the background at the session's start (tests/background.py), or here when
+    # it was not.
+    build = background.wait("image", timeout=1500) or _script("build", timeout=1500)
     assert build.returncode == 0, f"scripts/image.sh build failed:\n{build.stderr[-6000:]}"
     inspect = _script("buildah", "inspect", "--type", "image", IMAGE)
     assert inspect.returncode == 0, inspect.stderr
