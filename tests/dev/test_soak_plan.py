@@ -4,6 +4,7 @@ must cause there, and the one-to-one match of a cycle's findings against that.""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -150,3 +151,32 @@ def test_a_recreation_seen_as_a_deletion_requires_both_once() -> None:
     assert match(want, [deleted, recreated], COLLATERAL["recreate"])["one_to_one"]
     assert not match(want, [deleted, deleted, recreated], COLLATERAL["recreate"])["one_to_one"]
     assert not match(want, [recreated], COLLATERAL["recreate"])["one_to_one"]
+
+
+def test_a_killed_group_not_reaped_yet_has_no_memory() -> None:
+    """A process killed but not reaped (a zombie) is no sample of the job's memory: the
+    short soak read a group of zombies, just after its SIGKILL, as 0 MB."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from monitor.dev.soak.rss import group_rss
+
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while group_rss(child.pid)[0] == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        rss, procs = group_rss(child.pid)
+        assert procs == 1 and rss > 1 << 20
+        os.kill(child.pid, signal.SIGKILL)
+        while Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+            time.sleep(0.05)  # killed, not reaped: a zombie
+        assert group_rss(child.pid) == (0, 0)
+    finally:
+        child.kill()
+        child.wait()

@@ -11,7 +11,11 @@ from typing import Any
 
 
 def group_rss(pgid: int) -> tuple[int, int]:
-    """Total RSS (bytes) and number of the processes in process group ``pgid``."""
+    """Total RSS (bytes) and number of the live processes in process group ``pgid``.
+
+    A killed process not reaped yet (a zombie, or one being torn down) has no memory and is
+    not counted: a group all of whose processes had just been killed (the soak's SIGKILL of
+    the job) read as one of zero bytes -- a sample of a process that is gone."""
     page = os.sysconf("SC_PAGE_SIZE")
     total = count = 0
     for entry in os.scandir("/proc"):
@@ -20,7 +24,7 @@ def group_rss(pgid: int) -> tuple[int, int]:
         try:
             stat = Path(f"/proc/{entry.name}/stat").read_text()
             fields = stat[stat.rindex(")") + 2 :].split()
-            if int(fields[2]) != pgid:  # state, ppid, pgrp, ...
+            if int(fields[2]) != pgid or fields[0] in ("Z", "X"):  # state, ppid, pgrp, ...
                 continue
             resident = int(Path(f"/proc/{entry.name}/statm").read_text().split()[1])
         except (OSError, ValueError):
