@@ -67,6 +67,17 @@ def profile_phases(
     return records, dict(phases), loads, saves
 
 
+def add_bare_records(ap: argparse.ArgumentParser) -> None:
+    """``--bare-records``: the benchmarks' input without the collector's extra fields."""
+    ap.add_argument(
+        "--bare-records",
+        action="store_true",
+        help="records without the fields the collector sends beside the generator's (topic "
+        "id, offline replicas, log starts, fetch lags): the input of the figures before "
+        "2026-11-30",
+    )
+
+
 def phase_line(phases: dict[str, float], per: float) -> str:
     """Each phase in µs per ``per`` (largest first), and their total."""
     shown = ", ".join(
@@ -95,13 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="run the same input with --no-replay too (a subprocess), and print the ratio",
     )
-    ap.add_argument(
-        "--bare-records",
-        action="store_true",
-        help="records without the fields the collector sends beside the generator's (topic "
-        "id, offline replicas, log starts, fetch lags): the input of the figures before "
-        "2026-11-30",
-    )
+    add_bare_records(ap)
     args = ap.parse_args(argv)
     print(monitor.model.NATIVE_NOTE)
     if args.no_replay:

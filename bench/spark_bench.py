@@ -480,6 +480,8 @@ def _measure(
 
 
 def main(argv: list[str] | None = None) -> int:
+    from bench.operator_bench import add_bare_records
+
     ap = argparse.ArgumentParser(prog="python -m bench.spark_bench", description=__doc__)
     ap.add_argument("--partitions", type=int, default=100_000)
     ap.add_argument("--rounds", type=int, default=6, help="collection rounds")
@@ -556,13 +558,7 @@ def main(argv: list[str] | None = None) -> int:
         help="a Spark setting for this run, over the job's (repeatable): experiments such as "
         "spark.sql.codegen.wholeStage=true, or a Flight Recording in extraJavaOptions",
     )
-    ap.add_argument(
-        "--bare-records",
-        action="store_true",
-        help="records without the fields the collector sends beside the generator's (topic "
-        "id, offline replicas, log starts, fetch lags): the input of the figures before "
-        "2026-11-30",
-    )
+    add_bare_records(ap)
     ap.add_argument("--keep", action="store_true", help="keep the work folder")
     args = ap.parse_args(argv)
     extra_conf: dict[str, str] = {}
