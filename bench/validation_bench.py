@@ -20,6 +20,7 @@ events and as round records (the ``partition`` event carrying its three replicas
     python -m bench.validation_bench --records 100000 --diagnosis
     python -m bench.validation_bench --records 100000 --counts
     python -m bench.validation_bench --records 200000 --shapes
+    python -m bench.validation_bench --records 200000 --whole-stage
 
 ``--diagnosis`` compares the diagnosis of records neither fast path accepts compiled (as
 before) and interpreted (``streaming.schema.interpreted_sql``, the job's), side by side in one
@@ -162,6 +163,46 @@ def _compare_shapes(spark: Any, n: int, buckets: int, repeat: int, pid: int) -> 
         print(f"    {stage:16s} bare {a:6.1f}, collector {b:6.1f} (ratio {b / a:.2f})")
 
 
+def _compare_whole_stage(spark: Any, n: int, buckets: int, repeat: int, pid: int) -> None:
+    """The operator input of collector-shaped round records with whole-stage code
+    generation off (the job's setting, ``streaming/session.py``) and on, alternated in one
+    run: JVM CPU per record of each, and whether their outputs agree."""
+    from pyspark.sql import functions as F
+
+    from monitor.dev.synth import generate
+    from streaming.job import build_operator_input
+
+    evs = generate(n // 2 + 1, 2, fault_rate=0.001, seed=1, collector_fields=True)
+    records = _plain_and_rounds(list(evs), n)[1]
+    df = spark.createDataFrame(
+        [(r, "events", 0, i) for i, r in enumerate(records)],
+        "value binary, topic string, partition int, offset long",
+    )
+    df = df.repartition(2).persist()
+    m = df.count()
+    out = build_operator_input(df, buckets).select(F.xxhash64("bucket", "payload").alias("h"))
+    key = "spark.sql.codegen.wholeStage"
+    before = spark.conf.get(key)
+    best: dict[str, float] = {}
+    sums: dict[str, int] = {}
+    try:
+        for _ in range(repeat):
+            for label, on in (("off", "false"), ("on", "true")):
+                spark.conf.set(key, on)
+                cpu = _timed(out, 1, pid)[1] / m * 1e6
+                best[label] = min(best.get(label, float("inf")), cpu)
+                sums.setdefault(label, out.agg(F.expr("bit_xor(h)")).first()[0])
+    finally:
+        spark.conf.set(key, before)
+    agree = "agree" if sums["off"] == sums["on"] else "DIFFER"
+    print(
+        f"  operator input, {m} collector-shaped round records, whole-stage code generation "
+        f"(us/record, JVM CPU, best of {repeat}): off {best['off']:.1f}, on {best['on']:.1f} "
+        f"(ratio {best['on'] / best['off']:.2f}); outputs {agree}"
+    )
+    df.unpersist()
+
+
 def _compare_counts(spark: Any, rounds: list[bytes], repeat: int, pid: int) -> None:
     """The typed path's counts on round records, ``split`` vs ``replace``: JVM CPU per record."""
     from pyspark.sql import functions as F
@@ -260,6 +301,11 @@ def main(argv: list[str] | None = None) -> int:
         "--counts",
         action="store_true",
         help="also: the typed path's character counts by split vs by replace, side by side",
+    )
+    ap.add_argument(
+        "--whole-stage",
+        action="store_true",
+        help="also: the operator input with whole-stage code generation off and on, side by side",
     )
     args = ap.parse_args(argv)
 
@@ -363,6 +409,8 @@ def main(argv: list[str] | None = None) -> int:
         _compare_counts(spark, rounds, args.repeat, pid)
     if args.shapes:
         _compare_shapes(spark, args.records, args.buckets, args.repeat, pid)
+    if args.whole_stage:
+        _compare_whole_stage(spark, args.records, args.buckets, args.repeat, pid)
     spark.stop()
     return 0
 

@@ -7,6 +7,13 @@ partition-round, and a frozen slotted dataclass sets each field through
 events and never writes them (``tests/model/test_round_step.py`` checks every event of
 every scenario is unchanged by applying it).
 
+The three a partition-round is made of (:class:`PartitionMeta`, :class:`ReplicaReport`,
+:class:`PartitionRound`) spell their ``__init__`` out instead of taking the dataclass's:
+compiled (``monitor.model._native``), a written ``__init__`` is native code, where the one
+``dataclass`` generates at import runs as interpreted Python -- 0.37 against 0.14 us a
+``ReplicaReport``, ~1 us of the operator's decode of a round (docs/benchmarks.md).
+``tests/model/test_events.py`` checks each takes its fields in order, with their defaults.
+
 The wire contract with validation lives in :mod:`monitor.contract.events`; adapters convert from
 it (or, in the Spark job, straight from already-typed rows) to these records. Times are
 integer milliseconds since the Unix epoch, taken from the events themselves.
@@ -14,10 +21,12 @@ integer milliseconds since the Unix epoch, taken from the events themselves.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import copyreg
+from dataclasses import dataclass, fields
+from typing import Any
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class PartitionMeta:
     """The controller's view of a partition (``partition`` events)."""
 
@@ -42,8 +51,44 @@ class PartitionMeta:
     adding_replicas: tuple[int, ...] | None = None
     removing_replicas: tuple[int, ...] | None = None
 
+    def __init__(
+        self,
+        cluster: str,
+        observed_at: int,
+        topic: str,
+        partition: int,
+        leader: int | None,
+        leader_epoch: int,
+        replicas: tuple[int, ...],
+        isr: tuple[int, ...],
+        offline_replicas: tuple[int, ...] = (),
+        eligible_leader_replicas: tuple[int, ...] | None = None,
+        high_watermark: int | None = None,
+        log_start_offset: int | None = None,
+        epoch_start_offset: int | None = None,
+        topic_id: str | None = None,
+        adding_replicas: tuple[int, ...] | None = None,
+        removing_replicas: tuple[int, ...] | None = None,
+    ) -> None:
+        self.cluster = cluster
+        self.observed_at = observed_at
+        self.topic = topic
+        self.partition = partition
+        self.leader = leader
+        self.leader_epoch = leader_epoch
+        self.replicas = replicas
+        self.isr = isr
+        self.offline_replicas = offline_replicas
+        self.eligible_leader_replicas = eligible_leader_replicas
+        self.high_watermark = high_watermark
+        self.log_start_offset = log_start_offset
+        self.epoch_start_offset = epoch_start_offset
+        self.topic_id = topic_id
+        self.adding_replicas = adding_replicas
+        self.removing_replicas = removing_replicas
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ReplicaReport:
     """One broker's view of its own replica (``replica`` events)."""
 
@@ -56,6 +101,28 @@ class ReplicaReport:
     log_start_offset: int | None = None
     high_watermark: int | None = None
     fetch_lag: int | None = None
+
+    def __init__(
+        self,
+        cluster: str,
+        observed_at: int,
+        topic: str,
+        partition: int,
+        broker: int,
+        log_end_offset: int,
+        log_start_offset: int | None = None,
+        high_watermark: int | None = None,
+        fetch_lag: int | None = None,
+    ) -> None:
+        self.cluster = cluster
+        self.observed_at = observed_at
+        self.topic = topic
+        self.partition = partition
+        self.broker = broker
+        self.log_end_offset = log_end_offset
+        self.log_start_offset = log_start_offset
+        self.high_watermark = high_watermark
+        self.fetch_lag = fetch_lag
 
 
 @dataclass(slots=True)
@@ -99,7 +166,7 @@ class BrokerReport:
     started_at: int | None = None
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class PartitionRound:
     """A partition's collection round in one record: its replicas' samples, then its
     metadata. Exactly the events ``(*samples, meta)`` (:meth:`events`), each at its own
@@ -108,6 +175,10 @@ class PartitionRound:
 
     meta: PartitionMeta
     samples: tuple[ReplicaReport, ...]
+
+    def __init__(self, meta: PartitionMeta, samples: tuple[ReplicaReport, ...]) -> None:
+        self.meta = meta
+        self.samples = samples
 
     @property
     def cluster(self) -> str:
@@ -132,3 +203,13 @@ class PartitionRound:
 ModelEvent = PartitionMeta | ReplicaReport | TopicConfigReport | TopicDeleted | BrokerReport
 #: What a contract record becomes: one event, or a partition's round (several events).
 ModelRecord = ModelEvent | PartitionRound
+
+
+def _by_fields(obj: Any) -> tuple[type, tuple[Any, ...]]:
+    """How to copy or pickle a record whose ``__init__`` is written out: its class called
+    with its fields in order (compiled, such a class cannot be made without them)."""
+    return type(obj), tuple(getattr(obj, f.name) for f in fields(obj))
+
+
+for _cls in (PartitionMeta, ReplicaReport, PartitionRound):
+    copyreg.pickle(_cls, _by_fields)
