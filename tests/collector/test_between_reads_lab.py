@@ -303,7 +303,7 @@ def test_a_follower_refilling_after_a_disk_replacement_is_a_ticket(
     topic = "br-disk"
     acks = tmp_path / "acks.jsonl"
     create_topic(lab.bootstrap_servers, topic, assignments={0: [1, 2, 3]}, min_insync_replicas=2)
-    fill(lab.bootstrap_servers, topic, partitions=[0], megabytes=2)
+    fill(lab.bootstrap_servers, topic, partitions=[0], megabytes=4)
     with HandRounds(lab, lab.jmx_urls, tmp_path / "events.jsonl") as rounds:
         produce(lab.bootstrap_servers, topic, rate=400, count=200, acks="all", log_path=acks)
         full = rounds.until("a full ISR", lambda e: sorted(e.isr) == [1, 2, 3], topic)
@@ -311,7 +311,9 @@ def test_a_follower_refilling_after_a_disk_replacement_is_a_ticket(
         lab.stop(3)
         shutil.rmtree(lab.config.data_dir(3) / f"{topic}-0")
         # Kafka's quota is a rate over an 11-s window: ~1.1 MB go at once, the rest at
-        # 100 kB/s -- ~9 s of copying after the broker's start, rounds a second apart.
+        # 100 kB/s -- ~29 s of copying after the broker's start, rounds a second apart
+        # (with 2 MB, ~9 s: a CI run whose broker took that long to serve its first page
+        # saw the copy already done, and no finding).
         throttle(lab.bootstrap_servers, topic, 100_000)
         try:
             lab.start(3, wait=False)  # rounds from its first page on, mid-copy
