@@ -10,7 +10,7 @@ round trips of the state API or a second worker. The phases are those of
 ::
 
     python -m bench.operator_bench --partitions 20000 --rounds 8 --buckets 4 [--compare-source]
-        [--compare-replay | --no-replay]
+        [--compare-replay | --no-replay] [--compare-decode]
 
 It says which model ran (compiled by mypyc, or the source: ``monitor.model.NATIVE_NOTE``);
 ``--compare-source`` runs the same input on the source too (``bench._source``) and prints
@@ -31,6 +31,8 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 import monitor.model
 from bench._source import figure, indented, on_source
@@ -78,6 +80,35 @@ def add_bare_records(ap: argparse.ArgumentParser) -> None:
     )
 
 
+def compare_decode(payloads: list[str], repeat: int = 7) -> None:
+    """One bucket's bodies of a batch decoded to their values as the operator does (msgspec,
+    structs typed from the contract: ``streaming.operator._DECODER``) and as it did before
+    (``json.loads`` to dicts), side by side in this process: CPU a record, best of
+    ``repeat``, the GC off as in the operator."""
+    text = "[" + ",".join(p.split(op.SEP, 3)[3] for p in payloads) + "]"
+    astuple = msgspec.structs.astuple
+
+    def best(decode: Any) -> float:
+        times = []
+        for _ in range(repeat):
+            started = time.process_time()
+            decode()
+            times.append(time.process_time() - started)
+        return min(times) / len(payloads) * 1e6
+
+    gc.disable()
+    try:
+        before = best(lambda: [list(d.values()) for d in json.loads(text)])
+        now = best(lambda: [astuple(d) for d in op._DECODER.decode(text)])
+    finally:
+        gc.enable()
+    print(
+        f"decoding one bucket's {len(payloads)} bodies (us of CPU a record, best of {repeat}): "
+        f"json.loads to dicts {before:.2f}, msgspec to typed structs {now:.2f} "
+        f"(ratio {now / before:.2f})"
+    )
+
+
 def phase_line(phases: dict[str, float], per: float) -> str:
     """Each phase in µs per ``per`` (largest first), and their total."""
     shown = ", ".join(
@@ -105,6 +136,12 @@ def main(argv: list[str] | None = None) -> int:
         "--compare-replay",
         action="store_true",
         help="run the same input with --no-replay too (a subprocess), and print the ratio",
+    )
+    ap.add_argument(
+        "--compare-decode",
+        action="store_true",
+        help="also: the last batch's largest bucket decoded by the operator's decoder and by "
+        "json.loads, side by side",
     )
     add_bare_records(ap)
     args = ap.parse_args(argv)
@@ -186,6 +223,8 @@ def main(argv: list[str] | None = None) -> int:
         f"a load that misses the cache: {cold_us:.1f} us of CPU per partition (the snapshot, "
         f"then {applied / len(stores):.1f} stored batches a bucket applied again)"
     )
+    if args.compare_decode:
+        compare_decode(max(per_bucket.values(), key=len))
     same = ["--partitions", str(args.partitions), "--rounds", str(args.rounds)]
     same += ["--buckets", str(args.buckets)]
     same += ["--bare-records"] if args.bare_records else []

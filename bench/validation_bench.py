@@ -121,6 +121,22 @@ def _compare_rounds(
         df.unpersist()
 
 
+def _round_records_df(spark: Any, n: int, collector_fields: bool) -> tuple[Any, list[bytes]]:
+    """``n`` round records (the generator's, with or without the collector's fields) as a
+    persisted Kafka-shaped DataFrame over 2 tasks, and the records."""
+    from monitor.dev.synth import generate
+
+    evs = generate(n // 2 + 1, 2, fault_rate=0.001, seed=1, collector_fields=collector_fields)
+    records = _plain_and_rounds(list(evs), n)[1]
+    df = spark.createDataFrame(
+        [(r, "events", 0, i) for i, r in enumerate(records)],
+        "value binary, topic string, partition int, offset long",
+    )
+    df = df.repartition(2).persist()
+    df.count()
+    return df, records
+
+
 def _compare_shapes(spark: Any, n: int, buckets: int, repeat: int, pid: int) -> None:
     """Round records as the generator writes them alone (``bare``) and with the fields the
     collector sends beside (``collector``: topic id, ``offline_replicas``, log starts, fetch
@@ -128,21 +144,13 @@ def _compare_shapes(spark: Any, n: int, buckets: int, repeat: int, pid: int) -> 
     costs the typed path a scan of the text for its key (null is refused, absent is not)."""
     from pyspark.sql import functions as F
 
-    from monitor.dev.synth import generate
     from streaming import schema
     from streaming.job import build_operator_input
 
     cpu: dict[str, dict[str, float]] = {}
     for shape in ("bare", "collector"):
-        evs = generate(n // 2 + 1, 2, fault_rate=0.001, seed=1, collector_fields=shape != "bare")
-        records = _plain_and_rounds(list(evs), n)[1]
-        size = sum(map(len, records)) / len(records)
-        df = spark.createDataFrame(
-            [(r, "events", 0, i) for i, r in enumerate(records)],
-            "value binary, topic string, partition int, offset long",
-        )
-        df = df.repartition(2).persist()
-        m = df.count()
+        df, records = _round_records_df(spark, n, collector_fields=shape != "bare")
+        m, size = len(records), sum(map(len, records)) / len(records)
         parsed = df.select("value", schema.typed_struct("value").alias("p"))
         stages = {
             "typed from_json": parsed.select(F.xxhash64("p").alias("h")),
@@ -169,17 +177,10 @@ def _compare_whole_stage(spark: Any, n: int, buckets: int, repeat: int, pid: int
     run: JVM CPU per record of each, and whether their outputs agree."""
     from pyspark.sql import functions as F
 
-    from monitor.dev.synth import generate
     from streaming.job import build_operator_input
 
-    evs = generate(n // 2 + 1, 2, fault_rate=0.001, seed=1, collector_fields=True)
-    records = _plain_and_rounds(list(evs), n)[1]
-    df = spark.createDataFrame(
-        [(r, "events", 0, i) for i, r in enumerate(records)],
-        "value binary, topic string, partition int, offset long",
-    )
-    df = df.repartition(2).persist()
-    m = df.count()
+    df, records = _round_records_df(spark, n, collector_fields=True)
+    m = len(records)
     out = build_operator_input(df, buckets).select(F.xxhash64("bucket", "payload").alias("h"))
     key = "spark.sql.codegen.wholeStage"
     before = spark.conf.get(key)

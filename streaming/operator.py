@@ -58,8 +58,6 @@ import io
 import json
 import operator
 import pickle
-import types
-import typing
 import uuid
 import zlib
 from array import array
@@ -69,17 +67,9 @@ from itertools import chain
 from typing import Any
 
 import msgspec
-from pydantic import BaseModel
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
-from monitor.contract.events import (
-    BrokerEvent,
-    PartitionEvent,
-    ReplicaEvent,
-    ReplicaSample,
-    TopicConfigEvent,
-    TopicDeletedEvent,
-)
+from monitor.contract.events import ReplicaSample
 from monitor.contract.state import row_content, state_json
 from monitor.model import (
     BrokerReport,
@@ -101,6 +91,7 @@ from monitor.model.state import (
     ReplicaState,
     TopicState,
 )
+from streaming.schema import RULES, FieldRule
 
 #: Bucket of records that failed validation (they are forwarded as dead letters).
 DEAD_BUCKET = -1
@@ -551,47 +542,34 @@ def loads_delta(blob: bytes) -> Delta | Replay:
 # --- building model events from the packed payloads ------------------------------------------
 
 
-def _wire_type(annotation: Any) -> Any:
-    """The type a body member decodes as, from the contract's annotation of its field: the
-    contract's constraints left out (the JVM checked them), arrays as tuples (what the
-    model holds), any member possibly null (the body keeps absent fields as ``null``)."""
-    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
-    if origin is typing.Annotated:
-        return _wire_type(args[0])
-    if origin is list:
-        return tuple[_wire_type(args[0]), ...]  # type: ignore[misc]
-    if origin in (types.UnionType, typing.Union):
-        return functools.reduce(operator.or_, (_wire_type(a) for a in args))
-    if origin is typing.Literal:
-        return type(args[0])
-    return annotation
+#: The Python type of each of the contract's scalar kinds (``streaming.schema.Scalar``).
+_PY_SCALARS: dict[str, type] = {"int": int, "str": str, "bool": bool}
 
 
-#: The contract's model of each kind (where the body members' types come from).
-_CONTRACT: dict[str, type[BaseModel]] = {
-    "topic_config": TopicConfigEvent,
-    "topic_deleted": TopicDeletedEvent,
-    "broker": BrokerEvent,
-    "partition": PartitionEvent,
-    "replica": ReplicaEvent,
-}
-#: A round record's sample as its body holds it: an array of its values in SAMPLE_FIELDS
-#: order, typed by the contract's ``ReplicaSample``.
-_SAMPLE_WIRE: Any = tuple.__class_getitem__(
-    tuple(_wire_type(ReplicaSample.model_fields[f].annotation) for f in SAMPLE_FIELDS)
-)
+def _wire_type(rule: FieldRule) -> Any:
+    """The type a body member decodes as, from the contract's rule for its field (the one
+    the Spark schema is derived from): its constraints left out (the JVM checked them),
+    arrays as tuples (what the model holds), a nested model's items -- a round record's
+    samples -- as arrays of their values in field order, any value possibly null."""
+    s = rule.scalar
+    if s.kind == "model":
+        item: Any = tuple.__class_getitem__(tuple(_wire_type(f) | None for f in s.fields))
+    elif s.kind == "literal":
+        item = type(s.literals[0])
+    else:
+        item = _PY_SCALARS[s.kind]
+    return tuple[item, ...] if rule.is_list else item
 
 
 def _body_struct(kind: str) -> type[msgspec.Struct]:
     """What a body of ``kind`` decodes into: a struct of its members in constructor order
     (the samples last, for a partition), tagged by the kind's code."""
-    model = _CONTRACT[kind]
-    members: list[tuple[str, Any, None]] = [
-        (name, _wire_type(model.model_fields[f].annotation) | None, None)
-        for f, name in zip(BODY_FIELDS[kind], BODY_NAMES, strict=False)
+    rules = {r.name: r for r in RULES[kind]}
+    fields_ = [*BODY_FIELDS[kind], *(["replica_samples"] if kind == "partition" else [])]
+    members = [
+        (name, _wire_type(rules[f]) | None, None)
+        for f, name in zip(fields_, BODY_NAMES, strict=False)
     ]
-    if kind == "partition":
-        members.append((SAMPLES_MEMBER, tuple[_SAMPLE_WIRE, ...] | None, None))
     return msgspec.defstruct(
         f"{kind}_body", members, tag_field=BODY_KIND, tag=KIND_CODES[kind], gc=False
     )
@@ -600,8 +578,8 @@ def _body_struct(kind: str) -> type[msgspec.Struct]:
 #: Body struct -> the model event it becomes (partition bodies: :func:`ordered_events`).
 _BODIES: dict[type[msgspec.Struct], type] = {_body_struct(k): cls for k, cls in _CLASSES.items()}
 _PARTITION_BODY = next(b for b, cls in _BODIES.items() if cls is PartitionMeta)
-#: Every body of a batch, decoded at once (msgspec: C speed, arrays straight to tuples; 2.3x
-#: faster than ``json.loads`` to dicts on round records, ``bench.operator_bench``).
+#: Every body of a batch, decoded at once (msgspec: C speed, arrays straight to tuples;
+#: against ``json.loads`` to dicts: ``bench.operator_bench --compare-decode``).
 _DECODER = msgspec.json.Decoder(list[functools.reduce(operator.or_, _BODIES)])  # type: ignore[misc]
 
 

@@ -10,8 +10,8 @@ every scenario is unchanged by applying it).
 The three a partition-round is made of (:class:`PartitionMeta`, :class:`ReplicaReport`,
 :class:`PartitionRound`) spell their ``__init__`` out instead of taking the dataclass's:
 compiled (``monitor.model._native``), a written ``__init__`` is native code, where the one
-``dataclass`` generates at import runs as interpreted Python -- 0.37 against 0.14 us a
-``ReplicaReport``, ~1 us of the operator's decode of a round (docs/benchmarks.md).
+``dataclass`` generates at import runs as interpreted Python (0.37 against 0.14 us a
+``ReplicaReport``: docs/benchmarks.md).
 ``tests/model/test_events.py`` checks each takes its fields in order, with their defaults.
 
 The wire contract with validation lives in :mod:`monitor.contract.events`; adapters convert from
