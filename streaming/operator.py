@@ -72,7 +72,6 @@ from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 from monitor.contract.events import ReplicaSample
 from monitor.contract.state import row_content, state_json
 from monitor.model import (
-    BrokerReport,
     ClusterModel,
     Finding,
     ModelConfig,
@@ -80,7 +79,6 @@ from monitor.model import (
     PartitionRound,
     ReplicaReport,
     TopicConfigReport,
-    TopicDeleted,
 )
 from monitor.model.order import application_order
 from monitor.model.state import (
@@ -91,6 +89,7 @@ from monitor.model.state import (
     ReplicaState,
     TopicState,
 )
+from streaming.records import MODEL_CLASSES
 from streaming.schema import RULES, FieldRule
 
 #: Bucket of records that failed validation (they are forwarded as dead letters).
@@ -178,13 +177,7 @@ KIND_CODES: dict[str, str] = {
     "partition": "p",
     "replica": "r",
 }
-_CLASSES: dict[str, type] = {
-    "topic_config": TopicConfigReport,
-    "topic_deleted": TopicDeleted,
-    "broker": BrokerReport,
-    "partition": PartitionMeta,
-    "replica": ReplicaReport,
-}
+_CLASSES = MODEL_CLASSES
 #: Per kind, the contract fields of the body, in the model event's constructor order.
 BODY_FIELDS: dict[str, tuple[str, ...]] = {
     kind: tuple(f.name for f in fields(cls)) for kind, cls in _CLASSES.items()

@@ -19,6 +19,7 @@ monitor.contract.events.EventError: broker: field required; alive: field require
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
@@ -285,6 +286,29 @@ def validate_event(
         raise EventError(_reason(e)) from None
 
 
+def round_of(meta: PartitionMeta, samples: Iterable[Any]) -> PartitionRound:
+    """A round record's model record: its metadata and one report per sample (any objects
+    with :class:`ReplicaSample`'s attributes), stamped with the record's ``observed_at``
+    where a sample has none of its own."""
+    return PartitionRound(
+        meta,
+        tuple(
+            ReplicaReport(
+                meta.cluster,
+                meta.observed_at if s.observed_at is None else s.observed_at,
+                meta.topic,
+                meta.partition,
+                s.broker,
+                s.log_end_offset,
+                s.log_start_offset,
+                s.high_watermark,
+                s.fetch_lag,
+            )
+            for s in samples
+        ),
+    )
+
+
 def to_model(
     ev: AnyEvent,
 ) -> ModelRecord:
@@ -311,23 +335,7 @@ def to_model(
         )
         if not ev.replica_samples:
             return meta
-        return PartitionRound(
-            meta,
-            tuple(
-                ReplicaReport(
-                    ev.cluster,
-                    s.observed_at if s.observed_at is not None else ev.observed_at,
-                    ev.topic,
-                    ev.partition,
-                    s.broker,
-                    s.log_end_offset,
-                    s.log_start_offset,
-                    s.high_watermark,
-                    s.fetch_lag,
-                )
-                for s in ev.replica_samples
-            ),
-        )
+        return round_of(meta, ev.replica_samples)
     if isinstance(ev, ReplicaEvent):
         return ReplicaReport(
             ev.cluster,

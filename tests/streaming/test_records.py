@@ -1,0 +1,174 @@
+"""``streaming.records.read_record`` gives exactly pydantic's verdict, at msgspec's speed.
+
+The oracle is the contract itself: ``to_model(parse_event(raw))``, or the ``EventError`` it
+raises. Every record the schema tests know (scenario files, the Spark validation's hostile
+records and typed-path traps, records broken at random), the generator's collector-shaped
+rounds and each guard's own traps get the same model record or the same reason. And the
+fast path is what the collector's records take (else the speed is not there).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from monitor.contract.events import EventError, parse_event, to_model
+from monitor.dev.rounds import fold
+from monitor.dev.synth import generate
+from streaming import records as R
+from streaming.schema import JSON_MAX_DEPTH
+from tests.streaming.schema_cases import BASES, BROKER, PARTITION_ROUND, scenario_records
+from tests.streaming.test_schema import HOSTILE, _records
+from tests.streaming.test_typed_path import TRAPS
+
+
+def _verdict(read: Any, raw: bytes | str) -> Any:
+    try:
+        return ("ok", read(raw))
+    except EventError as e:
+        return ("refused", str(e))
+
+
+def _exact(raw: bytes | str) -> Any:
+    return to_model(parse_event(raw))
+
+
+def _agree(records: list[bytes]) -> int:
+    """Each record's verdict (as bytes and as text) is pydantic's; the number accepted."""
+    accepted = 0
+    for raw in records:
+        expected = _verdict(_exact, raw)
+        assert _verdict(R.read_record, raw) == expected, raw[:300]
+        try:
+            text = raw.decode()
+        except UnicodeDecodeError:
+            continue
+        assert _verdict(R.read_record, text) == _verdict(_exact, text), raw[:300]
+        accepted += expected[0] == "ok"
+    return accepted
+
+
+@pytest.fixture
+def fast_only(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The records that went the exact way (pydantic), instead of taking it."""
+    sent: list[Any] = []
+
+    def exact(raw: Any) -> Any:
+        sent.append(raw)
+        return _exact(raw)
+
+    monkeypatch.setattr(R, "_exact", exact)
+    return sent
+
+
+def test_scenario_records_agree() -> None:
+    records = scenario_records()
+    assert _agree(records) > 100
+    folded = [json.dumps(e).encode() for e in fold([json.loads(r) for r in records if _ok(r)])]
+    assert _agree(folded) == len(folded)
+
+
+def _ok(raw: bytes) -> bool:
+    try:
+        parse_event(raw)
+    except EventError:
+        return False
+    return True
+
+
+def test_hostile_records_and_typed_path_traps_agree() -> None:
+    _agree(HOSTILE)
+    for records in TRAPS.values():
+        _agree(records)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(records=st.lists(_records(), min_size=1, max_size=5))
+def test_records_broken_at_random_agree(records: list[bytes]) -> None:
+    _agree(records)
+
+
+def test_collector_rounds_take_the_fast_path(fast_only: list[Any]) -> None:
+    rounds = [
+        json.dumps(e, separators=(",", ":")).encode()
+        for e in generate(300, 3, form="rounds", seed=5, collector_fields=True, fault_rate=0.2)
+    ]
+    events = [json.dumps(e).encode() for e in generate(100, 2, seed=5, fault_rate=0.2)]
+    assert _agree(rounds + events) == len(rounds) + len(events)
+    assert any(b"replica_samples" in r for r in rounds)
+    assert fast_only == []
+
+
+def _with(base: dict[str, Any], tail: str) -> str:
+    return json.dumps(base, separators=(",", ":"))[:-1] + tail + "}"
+
+
+#: guard -> records msgspec alone reads otherwise than pydantic (``_needs_exact``).
+GUARDED: dict[str, list[str]] = {
+    # jiter refuses a value nested deeper than its limit; msgspec skips an unknown field of
+    # any depth.
+    "nesting": [
+        _with(BROKER, ',"x":' + "[" * (JSON_MAX_DEPTH + 1) + "]" * (JSON_MAX_DEPTH + 1)),
+        _with(BROKER, ',"x":' + '{"a":' * (JSON_MAX_DEPTH + 1) + "1" + "}" * (JSON_MAX_DEPTH + 1)),
+    ],
+}
+
+
+def test_escapes_and_a_kind_written_twice_agree_without_a_guard(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where msgspec and jiter agree on their own (no guard needed, none paid for)."""
+    monkeypatch.setattr(R, "_needs_exact", lambda text: False)
+    tails = [',"kind":"nope"', ',"kind":"broker"', ',"kind":"replica"', ',"ki\\u006ed":"nope"']
+    tails += [',"x":"\\udc00"', ',"x":"\\ud800"', ',"x":"\\ud83d\\ude00"', ',"x":"\\q"']
+    tails += [',"cluster":"\\ud800\\u0041"', ',"cluster":"a\\u0000"', ',"observed_at":7']
+    records = [_with(BROKER, t).encode() for t in tails]
+    records.append(('{"kind":"nope",' + _with(BROKER, "")[1:]).encode())
+    assert _agree(records) > 0
+
+
+@pytest.mark.parametrize("guard", sorted(GUARDED))
+def test_each_guard_keeps_its_traps_off_the_fast_path(
+    guard: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    traps = [r.encode() for r in GUARDED[guard]]
+    _agree(traps)
+    monkeypatch.setattr(R, "_needs_exact", lambda text: False)
+    for raw in traps:  # what the guard is for
+        assert _verdict(R.read_record, raw) != _verdict(_exact, raw), raw[:200]
+
+
+def test_patterns_end_where_pydantics_end() -> None:
+    """Python's "$" matches before a final newline, pydantic's only at the end."""
+    for field in ("topic", "topic_id"):
+        value = PARTITION_ROUND.get(field, "AAAAAAAAAAAAAAAAAAAAAA") + "\n"
+        raw = json.dumps({**PARTITION_ROUND, field: value}).encode()
+        assert _verdict(_exact, raw)[0] == "refused"
+        _agree([raw])
+
+
+def test_escaped_text_is_read_on_the_fast_path(fast_only: list[Any]) -> None:
+    raw = json.dumps({**BROKER, "cluster": 'caf\u00e9 \U0001f600 "q" \\'})
+    assert "\\u00e9" in raw and R.read_record(raw) == _exact(raw)
+    assert fast_only == []
+
+
+def test_a_record_not_utf8_goes_the_exact_way(fast_only: list[Any]) -> None:
+    raw = _with(BROKER, ',"x":"\xff"').encode("latin-1")
+    assert _verdict(R.read_record, raw) == _verdict(_exact, raw)
+    assert fast_only == [raw]
+
+
+def test_every_kind_is_read() -> None:
+    assert _agree([json.dumps(b).encode() for b in BASES]) == len(BASES)
+
+
+def test_python_pattern_anchors_the_end() -> None:
+    assert R.python_pattern("^[a-z]+$") == "^[a-z]+\\Z"
+    for bad in ("^[a-z]+", "^a$|^b$", "^[a-z]+\\$"):
+        with pytest.raises(TypeError, match="unsupported pattern"):
+            R.python_pattern(bad)
