@@ -31,9 +31,10 @@ that are all invalid (what the interpreted diagnosis costs them).
 ``--shapes`` prices round records with and without the fields the collector sends beside the
 generator's (``monitor.dev.synth.generate(collector_fields=...)``), side by side.
 
-``--python-side`` prices validation where the records are decoded (``streaming.records``:
-msgspec, pydantic where it must): the JVM's share would be routing only; Python's, reading
-the records themselves instead of the bodies the JVM packs.
+``--python-side`` prices validation where the records are decoded (``streaming.records``,
+the job's since 2026-11-30) against the Spark SQL validation before it: the JVM's share
+(routing only, against the SQL validation alone) and Python's (reading the records, against
+the bodies the JVM packed), side by side.
 
 ``--counts`` prices the typed path's character counts on round records (its brace count and
 its nesting bound), side by side: as ``streaming.schema.count_sql`` counts them (``split``),
@@ -209,85 +210,64 @@ def _compare_whole_stage(spark: Any, n: int, buckets: int, repeat: int, pid: int
     df.unpersist()
 
 
-def _routing_only(df: Any, buckets: int) -> Any:
-    """What the JVM would do were the records validated where they are decoded
-    (``streaming.records``): a ``from_json`` of the routing fields only, the bucket, and the
-    record itself as the payload (topic and broker events to every bucket, as the job)."""
-    from pyspark.sql import functions as F
-
-    from streaming.operator import SEP, bucket_keys
-
-    routing = "kind string, cluster string, topic string, partition int, broker int"
-    r = F.from_json(F.col("value").cast("string"), routing)
-    keys = F.array(*[F.lit(k) for k in bucket_keys(buckets)])
-    index = F.expr(f"pmod(xxhash64(r.cluster, r.topic, r.partition), {buckets})").cast("int")
-    is_global = F.col("r.kind").isin("topic_config", "topic_deleted", "broker")
-    bucket = F.when(is_global, keys).otherwise(F.array(F.element_at(keys, index + 1)))
-    head = [F.col("partition").cast("string"), F.col("offset").cast("string"), F.lit("t")]
-    return df.select("value", "partition", "offset", r.alias("r")).select(
-        F.explode(bucket).alias("bucket"),
-        F.concat_ws(SEP, *head, F.col("value").cast("string")).alias("payload"),
-    )
-
-
 def _compare_python_side(spark: Any, n: int, buckets: int, repeat: int, pid: int) -> None:
-    """Validation where the records are decoded, priced against today's, on collector-shaped
-    round records: the JVM's operator input vs routing only (:func:`_routing_only`),
-    alternated; and in Python, per record: today's body decode (the operator's, of bodies
-    the JVM packed), ``streaming.records.read_record`` and pydantic (``to_model(parse_event)``),
-    each making the model's records (the first two also in their order, as the operator
-    applies them), the GC off as in the operator."""
+    """Validation where the records are decoded (the job's, since 2026-11-30) against the
+    Spark SQL validation before it, on collector-shaped round records, alternated in one
+    run. JVM CPU a record: the derived SQL validation alone (``schema.validate``, every
+    typed column -- a lower bound of the operator input before, which also packed the
+    values) vs the operator input now (routing, bucket, the record as payload). Python CPU
+    a record, per bucket of ~15.6k (1M partitions over 64 buckets), the GC off as in the
+    operator: ``ordered_events`` over the bodies the JVM packed before (a stored replay's
+    form) vs over the records themselves, read and validated (``streaming.records``)."""
     import gc
 
     from pyspark.sql import functions as F
 
-    from monitor.contract.events import parse_event, to_model
-    from monitor.model.order import application_order
     from streaming import operator as op
+    from streaming import schema
     from streaming.job import build_operator_input
-    from streaming.records import read_record
+    from tests.streaming.helpers import body_payload, payload
 
     df, records = _round_records_df(spark, n, collector_fields=True)
     m = len(records)
     outs = {
-        "operator input": build_operator_input(df, buckets),
-        "routing only": _routing_only(df, buckets),
+        "SQL validation": schema.validate(df.select("value")),
+        "routing": build_operator_input(df, buckets),
     }
     best: dict[str, float] = {}
     for _ in range(repeat):
         for label, out in outs.items():
-            h = out.select(F.xxhash64("bucket", "payload").alias("h"))
+            h = out.select(F.xxhash64(*out.columns).alias("h"))
             best[label] = min(best.get(label, float("inf")), _timed(h, 1, pid)[1] / m * 1e6)
-    a, b = best["operator input"], best["routing only"]
+    a, b = best["SQL validation"], best["routing"]
     print(
         f"  JVM, {m} collector-shaped round records (us/record, JVM CPU, best of {repeat}): "
-        f"operator input {a:.1f}, routing only {b:.1f} (ratio {b / a:.2f})"
+        f"SQL validation alone (before) {a:.1f}, operator input now (routing) {b:.1f} "
+        f"(ratio {b / a:.2f})"
     )
-    payloads = [r.payload for r in outs["operator input"].select("payload").collect()]
-    texts = [r.decode() for r in records]
-
-    def cpu(fn: Any, items: list[Any]) -> float:
-        times = []
-        for _ in range(repeat):
-            started = time.process_time()
-            fn(items)
-            times.append(time.process_time() - started)
-        return min(times) / len(items) * 1e6
-
+    size = 15_625
+    chunks = [records[i : i + size] for i in range(0, len(records), size)]
+    forms = {
+        "bodies": [[body_payload(r, i, True) for i, r in enumerate(c)] for c in chunks],
+        "records": [[payload(r, i, True) for i, r in enumerate(c)] for c in chunks],
+    }
+    cpu: dict[str, float] = {}
     gc.disable()
     try:
-        today = cpu(lambda ps: op.ordered_events(ps), payloads)
-        fast = cpu(
-            lambda ts: application_order([((0, i), read_record(t)) for i, t in enumerate(ts)]),
-            texts,
-        )
-        pyd = cpu(lambda ts: [to_model(parse_event(t)) for t in ts], texts)
+        for _ in range(repeat):
+            for label, batches in forms.items():
+                started = time.process_time()
+                for batch in batches:
+                    op.ordered_events(batch)
+                took = (time.process_time() - started) / m * 1e6
+                cpu[label] = min(cpu.get(label, float("inf")), took)
     finally:
         gc.enable()
+    a, b = cpu["bodies"], cpu["records"]
     print(
-        f"  Python, per record (us of CPU, best of {repeat}), the model's records in their "
-        f"order: from the bodies the JVM packs (today) {today:.2f}, from the records by "
-        f"read_record {fast:.2f} (ratio {fast / today:.2f}); pydantic alone {pyd:.2f}"
+        f"  Python, ordered_events per record (us of CPU, best of {repeat}, buckets of "
+        f"{size}): the JVM's packed bodies (before) {a:.2f}, the records read and validated "
+        f"(now) {b:.2f} (ratio {b / a:.2f})"
     )
     df.unpersist()
 
@@ -399,8 +379,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--python-side",
         action="store_true",
-        help="also: validation where the records are decoded (streaming.records) priced "
-        "against today's, JVM and Python, side by side",
+        help="also: validation where the records are decoded (the job's) against the SQL "
+        "validation before it, JVM and Python, side by side",
     )
     args = ap.parse_args(argv)
 
@@ -463,9 +443,9 @@ def main(argv: list[str] | None = None) -> int:
         schema.validate(src).select("reason", "kind"),
         read,
     )
-    stages["operator input (+ bucket, payload)"] = (
+    stages["operator input (routing, bucket, payload)"] = (
         build_operator_input(src, args.buckets),
-        "validate (reason + typed columns)",
+        read,
     )
     print(
         f"{n} records ({args.form}), master {args.master}; JVM CPU is the load-independent figure"

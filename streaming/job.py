@@ -16,8 +16,10 @@ Its entry point is :mod:`streaming.cli` (``monitor stream``, ``python -m streami
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
+import operator
 import shutil
 import threading
 import time
@@ -29,18 +31,14 @@ from typing import Any
 
 from monitor.contract.state import STATE_DDL
 from monitor.contract.store import FINDING_DDL, finding_store_rows
-from monitor.model import NATIVE_NOTE, stamps
+from monitor.model import NATIVE_NOTE
 from streaming import schema
 from streaming.config import StreamingConfig
 from streaming.operator import (
-    BODY_FIELDS,
-    BODY_KIND,
-    BODY_NAMES,
     DEAD_BUCKET,
-    KIND_CODES,
     OUTPUT_DDL,
-    SAMPLE_FIELDS,
-    SAMPLES_MEMBER,
+    RECORD_OTHER,
+    RECORD_OWNER,
     SEP,
     OperatorSettings,
     bucket_keys,
@@ -217,21 +215,40 @@ TOO_LARGE = "record too large"
 DEADLETTERS = "deadletters"
 
 
+#: What the JVM reads of a record to route it (``from_json``; every other field is the
+#: Python worker's to read and validate, :mod:`streaming.records`).
+ROUTING_DDL = "kind string, cluster string, topic string, partition int, broker int"
+#: The routing fields each kind needs (a record without them cannot be routed: dead).
+_ROUTED_BY = {
+    "partition": ("cluster", "topic", "partition"),
+    "replica": ("cluster", "topic", "partition"),
+    "topic_config": ("cluster", "topic"),
+    "topic_deleted": ("cluster", "topic"),
+    "broker": ("cluster", "broker"),
+}
+assert set(_ROUTED_BY) == set(schema.KINDS)
+
+
 def build_operator_input(
     source: Any,
     buckets: int,
     max_ahead_ms: int | None = None,
     max_record_bytes: int | None = None,
 ) -> Any:
-    """Validated, bucketed rows for the operator; invalid records on the dead bucket.
+    """Routed rows for the operator: each record to its bucket, the rest on the dead bucket.
 
-    One projection and one explode (no union: the validation plan is large, and a union
-    would make the optimizer, which runs again for every micro-batch, handle it twice).
-    Valid rows do not carry their bytes to Python; dead rows carry only bytes and reason.
+    The JVM only routes: a ``from_json`` of the routing fields (:data:`ROUTING_DDL`), the
+    bucket of the record's partition (topic and broker events to every bucket), and the
+    record itself as the payload. The Python worker validates each record as it reads it
+    (:func:`streaming.records.read_record`: pydantic's verdict, at msgspec's speed) and
+    turns a refused one into a dead letter. On the dead bucket: records that cannot be
+    routed (not UTF-8, no kind the contract knows, a routing field missing or unreadable),
+    with their bytes; their reason is pydantic's, given by the Python worker.
 
-    With ``max_ahead_ms`` and a source with record timestamps (Kafka's), an event stamped
-    further ahead of its record is dead too (:mod:`monitor.model.stamps`): one stamp in the
-    future would make every later event of its partition late.
+    With ``max_ahead_ms`` and a source with record timestamps (Kafka's), each routed
+    record carries its Kafka timestamp: the worker refuses an event stamped further ahead
+    of it (:mod:`monitor.model.stamps`) -- one stamp in the future would make every later
+    event of its partition late.
 
     With ``max_record_bytes``, a longer record is dead before it is parsed: its reason gives
     its size and SHA-256 (computed on the JVM), and its bytes go no further (not to the
@@ -261,37 +278,26 @@ def build_operator_input(
         F.col("topic").alias("_src_topic"),
         F.col("partition").cast("long").alias("_src_partition"),
         F.col("offset").cast("long").alias("_src_offset"),
-        *([F.expr("unix_millis(timestamp)").alias("_src_ts")] if check_stamps else []),
+        (F.expr("unix_millis(timestamp)") if check_stamps else F.lit(None))
+        .cast("string")
+        .alias("_src_ts"),
     )
-    v = schema.validate(src, raw="value")
-    if check_stamps:
-        ahead = F.col("observed_at") - F.col("_src_ts")
-        v = v.withColumn(
-            "reason",
-            F.when(
-                F.col("reason").isNull() & (ahead > F.lit(max_ahead_ms)),
-                F.format_string(
-                    stamps.REASON.format(
-                        at="%d",
-                        ahead="%d",
-                        reference_is="its Kafka record's timestamp",
-                        reference="%d",
-                        limit=max_ahead_ms,
-                    ),
-                    F.col("observed_at"),
-                    ahead,
-                    F.col("_src_ts"),
-                ),
-            ).otherwise(F.col("reason")),
-        )
-    v = v.withColumn("reason", F.coalesce(F.col("_too_big"), F.col("reason")))
-    ok = F.col("reason").isNull()
+    text = F.col("value").cast("string")
+    r = src.select(
+        "*",
+        F.when(F.expr("is_valid_utf8(value)"), F.from_json(text, ROUTING_DDL)).alias("r"),
+    )
+    routed = F.lit(False)
+    for kind, needed in _ROUTED_BY.items():
+        present = [F.col(f"r.{n}").isNotNull() for n in needed]
+        routed = routed | functools.reduce(operator.and_, present, F.col("r.kind") == kind)
+    ok = F.coalesce(routed, F.lit(False))
     # Topic and broker events go to every bucket (each holds some of a topic's partitions);
     # a topic's own findings come from the bucket owning "cluster/topic/<topic>".
-    is_global = F.col("kind").isin("topic_config", "topic_deleted", "broker")
+    is_global = F.col("r.kind").isin("topic_config", "topic_deleted", "broker")
     global_key = F.when(
-        F.col("kind") != "broker", F.concat_ws("/", "cluster", F.lit("topic"), "topic")
-    ).otherwise(F.concat_ws("/", "cluster", F.lit("broker"), F.col("broker").cast("string")))
+        F.col("r.kind") != "broker", F.concat_ws("/", "r.cluster", F.lit("topic"), "r.topic")
+    ).otherwise(F.concat_ws("/", "r.cluster", F.lit("broker"), F.col("r.broker").cast("string")))
     # Rows are grouped by bucket *key* (operator.bucket_keys: keys that spread evenly over the
     # shuffle partitions); the operator maps a key back to its index 0..N-1.
     keys = F.array(*[F.lit(k) for k in bucket_keys(buckets)])
@@ -299,48 +305,34 @@ def build_operator_input(
     def key_of(index: Any) -> Any:
         return F.element_at(keys, index.cast("int") + 1)
 
+    index = F.expr(f"pmod(xxhash64(r.cluster, r.topic, r.partition), {buckets})")
     bucket_list = (
         F.when(~ok, F.array(F.lit(DEAD_BUCKET)))
         .when(is_global, keys)
-        .otherwise(F.array(key_of(F.expr(f"pmod(xxhash64(cluster, topic, partition), {buckets})"))))
+        .otherwise(F.array(key_of(index)))
     )
     owner_bucket = key_of(F.pmod(F.crc32(global_key.cast("binary")), F.lit(buckets)))
-    exploded = v.select(
+    exploded = r.select(
         "*",
         F.explode(bucket_list).alias("bucket"),
         F.when(is_global, owner_bucket).alias("_owner_bucket"),
     )
-    owner = ok & (~is_global | (F.col("bucket") == F.col("_owner_bucket")))
-    head = [
-        F.col("_src_partition").cast("string"),
-        F.col("_src_offset").cast("string"),
-        F.when(owner, "t").otherwise("f"),
-    ]
-    # The body: the kind's code and the model event's arguments, as JSON (nulls kept).
-    sample_struct = schema.EVENT_STRUCT["replica_samples"].dataType.elementType  # type: ignore[attr-defined]
-    assert tuple(sample_struct.fieldNames()) == SAMPLE_FIELDS
-    # A sample as an array of its values in SAMPLE_FIELDS order (all integers): Python
-    # decodes a list of six numbers faster than an object of six members.
-    assert all(f.dataType.simpleString() in ("int", "bigint") for f in sample_struct.fields)
-    bodies = []
-    for kind, names in BODY_FIELDS.items():
-        members = [F.lit(KIND_CODES[kind]).alias(BODY_KIND)]
-        members += [F.col(n).alias(a) for n, a in zip(names, BODY_NAMES, strict=False)]
-        if kind == "partition":  # a round record's samples, each an array of its values
-            members.append(
-                F.transform(
-                    "replica_samples",
-                    lambda s: F.array(*(s[f].cast("long") for f in SAMPLE_FIELDS)),
-                ).alias(SAMPLES_MEMBER)
-            )
-        json_ = F.to_json(F.struct(*members), {"ignoreNullFields": "false"})
-        bodies.append((F.col("kind") == kind, json_))
-    body = F.when(*bodies[0])
-    for cond, json_ in bodies[1:]:
-        body = body.when(cond, json_)
-    sep = SEP
-    payload = F.when(ok, F.concat_ws(sep, *head, body)).otherwise(
-        F.concat_ws(sep, *head, F.col("_src_topic"), F.col("reason"))
+    owner = ~is_global | (F.col("bucket") == F.col("_owner_bucket"))
+    head = [F.col("_src_partition").cast("string"), F.col("_src_offset").cast("string")]
+    payload = F.when(
+        ok,
+        F.concat_ws(
+            SEP,
+            *head,
+            F.when(owner, RECORD_OWNER).otherwise(RECORD_OTHER),
+            F.col("_src_topic"),
+            F.coalesce(F.col("_src_ts"), F.lit("")),
+            text,
+        ),
+    ).otherwise(
+        F.concat_ws(
+            SEP, *head, F.lit("f"), F.col("_src_topic"), F.coalesce(F.col("_too_big"), F.lit(""))
+        )
     )
     return exploded.select(
         F.col("bucket").cast("int").alias("bucket"),

@@ -35,7 +35,9 @@ Correctness never depends on the cache.
 Topic and broker events are fanned out (JVM side) to every bucket, because every bucket
 needs a topic's ``min.insync.replicas`` for its partitions; only the bucket that *owns* the
 topic or broker (``crc32(key) mod N``, :class:`OwnsGlobal`) reports topic- and
-broker-level findings. Invalid records travel on bucket ``-1`` and come out as dead letters.
+broker-level findings. Each bucket validates the records it reads (:mod:`streaming.records`)
+and writes the dead letters of those it owns; records the JVM cannot route travel on bucket
+``-1`` and come out as dead letters there.
 
 Order: within a bucket and micro-batch, events are applied sorted by ``observed_at``, then
 a stable kind order (``topic_config``, ``broker``, then partition-level events), then the
@@ -69,7 +71,7 @@ from typing import Any
 import msgspec
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
-from monitor.contract.events import ReplicaSample
+from monitor.contract.events import ReplicaSample, parse_event
 from monitor.contract.state import row_content, state_json
 from monitor.model import (
     ClusterModel,
@@ -79,6 +81,7 @@ from monitor.model import (
     PartitionRound,
     ReplicaReport,
     TopicConfigReport,
+    stamps,
 )
 from monitor.model.order import application_order
 from monitor.model.state import (
@@ -89,7 +92,7 @@ from monitor.model.state import (
     ReplicaState,
     TopicState,
 )
-from streaming.records import MODEL_CLASSES
+from streaming.records import MODEL_CLASSES, EventError, read_record
 from streaming.schema import RULES, FieldRule
 
 #: Bucket of records that failed validation (they are forwarded as dead letters).
@@ -157,19 +160,22 @@ def bucket_index(buckets: int) -> dict[int, int]:
 #: (``itertuples`` + ``pd.DataFrame(rows)``), a cost proportional to rows x columns — with the
 #: event's ~30 columns that was ~70 us per event, five times the model itself.
 #:
-#: Payload of a valid event: ``src_partition SEP src_offset SEP owner SEP body``, where the
-#: body is a JSON object (Spark's ``to_json``, nulls kept) whose first member is the kind's
-#: code (:data:`KIND_CODES`) and whose other members are the model event's constructor
-#: arguments in order (:data:`BODY_FIELDS`, under the short names :data:`BODY_NAMES`). The
-#: body alone identifies the event: equal bodies are exact duplicates. Python decodes all
-#: bodies of a batch in one call (msgspec, into structs typed from the contract: C speed,
-#: arrays straight to tuples) instead of splitting and converting every field. A round
-#: record's body (a ``partition`` event with ``replica_samples``) has one member more,
-#: :data:`SAMPLES_MEMBER`: the samples, each an array of its values
-#: in :data:`SAMPLE_FIELDS` order (all integers or null; a list decodes faster than an
-#: object), unfolded here into ``replica`` events (:func:`ordered_events`). Dead letters:
-#: ``src_partition SEP src_offset SEP f SEP source topic SEP reason``.
+#: Payload of a routed record: ``src_partition SEP src_offset SEP T|F SEP src_topic SEP
+#: kafka_ts SEP record`` -- the record itself, read and validated here
+#: (:func:`streaming.records.read_record`, :func:`ordered_events`); equal records are exact
+#: duplicates. Dead bucket: ``src_partition SEP src_offset SEP f SEP source topic SEP
+#: reason`` (empty for a record the JVM could not route: pydantic's is given here).
+#:
+#: The form before, still read for a stored :class:`Replay`: ``src_partition SEP src_offset
+#: SEP t|f SEP body``, the body a JSON object (Spark's ``to_json``, nulls kept) whose first
+#: member is the kind's code (:data:`KIND_CODES`) and whose other members are the model
+#: event's constructor arguments in order (:data:`BODY_FIELDS`, under the short names
+#: :data:`BODY_NAMES`); a round record's has :data:`SAMPLES_MEMBER` more, each sample an
+#: array of its values in :data:`SAMPLE_FIELDS` order.
 SEP = "\x1f"
+#: The owner field of a record's payload (``T``: this bucket owns it, ``F``: a copy of a
+#: topic or broker event); ``t``/``f`` mark a body of the form before (stored replays).
+RECORD_OWNER, RECORD_OTHER = "T", "F"
 KIND_CODES: dict[str, str] = {
     "topic_config": "t",
     "topic_deleted": "d",
@@ -576,33 +582,110 @@ _PARTITION_BODY = next(b for b, cls in _BODIES.items() if cls is PartitionMeta)
 _DECODER = msgspec.json.Decoder(list[functools.reduce(operator.or_, _BODIES)])  # type: ignore[misc]
 
 
+@dataclass(slots=True)
+class Refused:
+    """A record this bucket owns that the contract refuses: its dead letter's makings."""
+
+    src_partition: int
+    src_offset: int
+    src_topic: str
+    raw: str
+    reason: str
+
+
+def _stamp_reason(rec: Any, kafka_ts: int, limit: int) -> str | None:
+    """The reason to refuse a record stamped further ahead of its Kafka record than
+    ``limit`` (:mod:`monitor.model.stamps`), else None."""
+    at = rec.meta.observed_at if type(rec) is PartitionRound else rec.observed_at
+    if stamps.believed(at, kafka_ts, limit):
+        return None
+    return stamps.REASON.format(
+        at=at,
+        ahead=at - kafka_ts,
+        reference_is="its Kafka record's timestamp",
+        reference=kafka_ts,
+        limit=limit,
+    )
+
+
 def ordered_events(
     payloads: list[str], model: ClusterModel | None = None
-) -> tuple[list[Any], int, int, int]:
+) -> tuple[list[Any], int, int, int, list[Refused]]:
     """What to apply to the model, in its one order (:func:`monitor.model.order.application_order`):
     events sorted by (observed_at, kind order, source order), a round record applied whole
     where nothing sorts among its events, else unfolded (its samples at their own stamps,
     then its metadata); exact duplicates out.
 
+    A record's payload carries the record itself, read and validated here
+    (:func:`streaming.records.read_record`); one the contract refuses, or stamped too far
+    ahead of its Kafka record (the model's ``max_stamp_ahead_ms``), is not applied, and if
+    this bucket owns it, returned as refused. Bodies of the form before (a stored
+    :class:`Replay`'s) are read as they were.
+
     ``model``: the bucket's, whose topics' settings say which ``topic_config`` events change
     nothing for a round. Returns (records and events to apply, duplicates dropped, events
-    this bucket owns for counting, the newest stamp among them).
+    this bucket owns for counting -- accepted ones, duplicates included --, the newest stamp
+    among them, the refused records).
     """
     seen: set[str] = set()
+    records: list[tuple[tuple[int, int], Any]] = []
+    refused: list[Refused] = []
     coords: list[tuple[int, int]] = []
     bodies: list[str] = []
     dups = owned = 0
+    newest = -1
+    limit = model.config.max_stamp_ahead_ms if model is not None else None
+    read, round_ = read_record, PartitionRound
     for p in payloads:
-        sp, so, owner, body = p.split(SEP, 3)
-        if owner == "t":
-            owned += 1
-        if body in seen:
-            dups += 1
+        parts = p.split(SEP, 5)
+        if len(parts) == 4:  # a body of the form before (it holds no SEP: JSON escapes it)
+            sp, so, owner, body = parts
+            owned += owner == "t"
+            if body in seen:
+                dups += 1
+                continue
+            seen.add(body)
+            coords.append((int(sp), int(so)))
+            bodies.append(body)
             continue
-        seen.add(body)
-        coords.append((int(sp), int(so)))
-        bodies.append(body)
-    records: list[tuple[tuple[int, int], Any]] = []
+        sp, so, owner, st, ts, raw = parts
+        mine = owner == RECORD_OWNER
+        if raw in seen:
+            dups += 1
+            owned += mine
+            continue
+        seen.add(raw)
+        try:
+            rec = read(raw)
+            why = None if not ts or limit is None else _stamp_reason(rec, int(ts), limit)
+        except EventError as e:
+            why = str(e)
+        if why is not None:
+            if mine:  # its dead letter; not counted as an event
+                refused.append(Refused(int(sp), int(so), st, raw, why))
+            continue
+        owned += mine
+        if type(rec) is round_:
+            at = rec.meta.observed_at
+            for r in rec.samples:
+                if r.observed_at > at:
+                    at = r.observed_at
+        else:
+            at = rec.observed_at
+        if at > newest:
+            newest = at
+        records.append(((int(sp), int(so)), rec))
+    if bodies:
+        newest = max(newest, _read_bodies(coords, bodies, records))
+    if model is None:
+        return application_order(records), dups, owned, newest, refused
+    ordered = application_order(records, model.topics, model.deleted)
+    return ordered, dups, owned, newest, refused
+
+
+def _read_bodies(coords: list[tuple[int, int]], bodies: list[str], records: list[Any]) -> int:
+    """Bodies of the form before (the JVM's packed values, in a stored :class:`Replay`):
+    their records appended to ``records``; the newest stamp among them."""
     newest = -1
     makers, p_body, astuple = _BODIES, _PARTITION_BODY, msgspec.structs.astuple
     report, meta_ = ReplicaReport, PartitionMeta
@@ -632,9 +715,20 @@ def ordered_events(
                 newest = s_at
             reports.append(report(c, s_at, topic, part, b, leo, s_lso, s_hw, lag))
         records.append((src, PartitionRound(ev, tuple(reports))))
-    if model is None:
-        return application_order(records), dups, owned, newest
-    return application_order(records, model.topics, model.deleted), dups, owned, newest
+    return newest
+
+
+def _unrouted_reason(raw: bytes) -> str:
+    """Why a record the JVM could not route is dead: pydantic's reason -- or, for a record
+    pydantic accepts that Spark's JSON reader could not route, that."""
+    try:
+        parse_event(raw)
+    except EventError as e:
+        return str(e)
+    return (
+        "not routed: Spark's JSON reader could not read its kind, cluster, topic, partition "
+        "or broker (streaming.job.ROUTING_DDL), though the contract accepts the record"
+    )
 
 
 # --- the state rows (what the runbook CLI and exporter read) -------------------------------------
@@ -1181,6 +1275,8 @@ class BucketProcessor(StatefulProcessor):
                 # payload: src_partition, src_offset, owner, source topic, reason
                 for v, p in zip(pdf["value"].tolist(), pdf["payload"].tolist(), strict=True):
                     sp, so, _, st, r = p.split(SEP, 4)
+                    # No reason from the JVM: a record it could not route; pydantic's reason.
+                    r = r or _unrouted_reason(_bytes(v))
                     out.add(
                         out="dead",
                         key=f"{st}/{sp}/{so}",
@@ -1216,8 +1312,19 @@ class BucketProcessor(StatefulProcessor):
             payloads = pdf["payload"].tolist()
             inputs.append(payloads)
             prof.mark("tolist")
-            events, dups, owned, newest_event = ordered_events(payloads, model)
+            events, dups, owned, newest_event, refused = ordered_events(payloads, model)
             prof.mark("order")
+            for f in refused:
+                out.add(
+                    out="dead",
+                    key=f"{f.src_topic}/{f.src_partition}/{f.src_offset}",
+                    value=f.raw.encode(),
+                    reason=f.reason,
+                    src_topic=f.src_topic,
+                    src_partition=f.src_partition,
+                    src_offset=f.src_offset,
+                    bucket=bucket,
+                )
             n_dup += dups
             n_events += len(payloads)
             n_owned += owned

@@ -289,24 +289,25 @@ def validate_event(
 def round_of(meta: PartitionMeta, samples: Iterable[Any]) -> PartitionRound:
     """A round record's model record: its metadata and one report per sample (any objects
     with :class:`ReplicaSample`'s attributes), stamped with the record's ``observed_at``
-    where a sample has none of its own."""
-    return PartitionRound(
-        meta,
-        tuple(
-            ReplicaReport(
-                meta.cluster,
-                meta.observed_at if s.observed_at is None else s.observed_at,
-                meta.topic,
-                meta.partition,
-                s.broker,
-                s.log_end_offset,
-                s.log_start_offset,
-                s.high_watermark,
-                s.fetch_lag,
-            )
-            for s in samples
-        ),
+    where a sample has none of its own. (A loop, not a generator: the Spark job's workers
+    make one per partition per round.)"""
+    c, at, topic, part, report = (
+        meta.cluster,
+        meta.observed_at,
+        meta.topic,
+        meta.partition,
+        ReplicaReport,
     )
+    reports = []
+    for s in samples:
+        s_at = s.observed_at
+        reports.append(
+            report(
+                c, at if s_at is None else s_at, topic, part, s.broker, s.log_end_offset,
+                s.log_start_offset, s.high_watermark, s.fetch_lag,
+            )
+        )  # fmt: skip
+    return PartitionRound(meta, tuple(reports))
 
 
 def to_model(

@@ -162,9 +162,17 @@ class Clock:
         return self.now
 
 
-def payload(raw: bytes, offset: int, owner: bool) -> str:
-    """What ``job.build_operator_input`` packs on the JVM, for one valid record (a round
-    record's samples included)."""
+def payload(raw: bytes, offset: int, owner: bool, kafka_ts: int | None = None) -> str:
+    """What ``job.build_operator_input`` packs on the JVM for one routed record: its source
+    (partition 0 of topic "events"), whether this bucket owns it, its Kafka timestamp (when
+    the stamp check is on) and the record itself."""
+    head = ["0", str(offset), op.RECORD_OWNER if owner else op.RECORD_OTHER, "events"]
+    return op.SEP.join([*head, "" if kafka_ts is None else str(kafka_ts), raw.decode()])
+
+
+def body_payload(raw: bytes, offset: int, owner: bool) -> str:
+    """A payload of the form before (the JVM's packed values; what a stored replay of that
+    time holds), for one valid record."""
     d = parse_event(raw).model_dump()
     body: dict[str, Any] = {op.BODY_KIND: op.KIND_CODES[d["kind"]]}
     body.update(zip(op.BODY_NAMES, (d[n] for n in op.BODY_FIELDS[d["kind"]]), strict=False))

@@ -1,12 +1,14 @@
-"""The operator reads a payload back as the record the JVM packed.
+"""The operator reads a payload back as the record it carries.
 
-The JVM packs each valid record's fields into a body (``job.build_operator_input``;
-``tests.streaming.helpers.payload`` packs it the same way here) and the Python worker
-decodes every body of a batch at once (``streaming.operator.ordered_events``, msgspec structs
-typed from the contract). For every record of every scenario of ``tests/data`` -- as
-recorded and folded into round records --, property-generated streams and the generator's
-collector-shaped rounds, the decoded record is what ``to_model`` makes of the validated
-event: every field of every kind, in its place.
+The JVM routes each record with the record itself as its payload
+(``job.build_operator_input``; ``tests.streaming.helpers.payload`` packs it the same way
+here), and the Python worker reads and validates it (``streaming.operator.ordered_events``,
+``streaming.records.read_record``); a stored replay of an older job holds bodies of packed
+values instead (``helpers.body_payload``), read as before. For every record of every
+scenario of ``tests/data`` -- as recorded and folded into round records --,
+property-generated streams and the generator's collector-shaped rounds, both forms give what
+``to_model`` makes of the validated event; a record the contract refuses, or stamped too far
+ahead of its Kafka record, is refused by the bucket that owns it.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from monitor.model.order import application_order, unfold
 from streaming import operator as op
 from tests.model.strategies import streams
 from tests.scenarios import SCENARIOS, Scenario
-from tests.streaming.helpers import payload
+from tests.streaming.helpers import body_payload, payload
 
 
 def _valid(lines: list[bytes]) -> list[dict[str, Any]]:
@@ -39,14 +41,16 @@ def _valid(lines: list[bytes]) -> list[dict[str, Any]]:
 
 
 def _check(events: list[dict[str, Any]]) -> int:
-    """Each event's payload decodes to its model record; the number checked."""
+    """Each event's payload -- the record itself, and a body of the form before (a stored
+    replay's) -- decodes to its model record; the number checked."""
     for n, e in enumerate(events):
         raw = json.dumps(e).encode()
         expected = to_model(parse_event(raw))
-        got, dups, owned, newest = op.ordered_events([payload(raw, n, True)])
-        assert got == application_order([((0, n), expected)]), e
-        assert (dups, owned) == (0, 1)
-        assert newest == max(ev.observed_at for ev in unfold(expected))
+        for packed in (payload(raw, n, True), body_payload(raw, n, True)):
+            got, dups, owned, newest, refused = op.ordered_events([packed])
+            assert got == application_order([((0, n), expected)]), e
+            assert (dups, owned, refused) == (0, 1, [])
+            assert newest == max(ev.observed_at for ev in unfold(expected))
     return len(events)
 
 
@@ -72,7 +76,43 @@ def test_collector_shaped_rounds_decode_to_their_model_records() -> None:
 
 def test_duplicates_are_dropped_and_owned_events_counted() -> None:
     raw = json.dumps(next(iter(generate(1, 1, form="rounds", seed=1)))).encode()
-    got, dups, owned, _ = op.ordered_events(
-        [payload(raw, 0, True), payload(raw, 1, False), payload(raw, 2, True)]
+    for pack in (payload, body_payload):
+        got, dups, owned, _, _ = op.ordered_events(
+            [pack(raw, 0, True), pack(raw, 1, False), pack(raw, 2, True)]
+        )
+        assert (len(got), dups, owned) == (1, 2, 2)
+
+
+def _a_round() -> dict[str, Any]:
+    return next(e for e in generate(1, 1, form="rounds", seed=1) if e["kind"] == "partition")
+
+
+def test_a_refused_record_is_returned_by_its_owner_only() -> None:
+    """Validation happens here: a record the contract refuses is not applied; the bucket
+    owning it returns it (its dead letter), a bucket holding a copy says nothing."""
+    good = json.dumps(_a_round()).encode()
+    bad = json.dumps({**json.loads(good), "leader_epoch": -1}).encode()
+    got, _, owned, _, refused = op.ordered_events(
+        [payload(good, 0, True), payload(bad, 1, True), payload(bad, 2, False)]
     )
-    assert (len(got), dups, owned) == (1, 2, 2)
+    assert len(got) == 1 and owned == 1  # a refused record is a dead letter, not an event
+    assert refused == [
+        op.Refused(0, 1, "events", bad.decode(), "leader_epoch: Input should be greater than "
+                   "or equal to 0")
+    ]  # fmt: skip
+
+
+def test_a_record_stamped_ahead_of_its_kafka_record_is_refused() -> None:
+    from monitor.model import ClusterModel, ModelConfig
+
+    model = ClusterModel(ModelConfig(max_stamp_ahead_ms=1_000))
+    e = _a_round()
+    raw = json.dumps(e).encode()
+    at = e["observed_at"]
+    got, *_, refused = op.ordered_events([payload(raw, 0, True, kafka_ts=at - 1_000)], model)
+    assert len(got) == 1 and refused == []
+    got, *_, refused = op.ordered_events([payload(raw, 0, True, kafka_ts=at - 1_001)], model)
+    assert got == [] and [r.reason for r in refused] == [
+        f"observed_at {at} is 1001 ms ahead of its Kafka record's timestamp ({at - 1_001}); "
+        "at most 1000 ms (max_stamp_ahead_ms) is believed"
+    ]

@@ -3,7 +3,8 @@
 The oracle is the contract itself: ``to_model(parse_event(raw))``, or the ``EventError`` it
 raises. Every record the schema tests know (scenario files, the Spark validation's hostile
 records and typed-path traps, records broken at random), the generator's collector-shaped
-rounds and each guard's own traps get the same model record or the same reason. And the
+rounds and the traps where msgspec and jiter could differ get the same model record or the
+same reason. And the
 fast path is what the collector's records take (else the speed is not there).
 """
 
@@ -107,39 +108,41 @@ def _with(base: dict[str, Any], tail: str) -> str:
     return json.dumps(base, separators=(",", ":"))[:-1] + tail + "}"
 
 
-#: guard -> records msgspec alone reads otherwise than pydantic (``_needs_exact``).
-GUARDED: dict[str, list[str]] = {
-    # jiter refuses a value nested deeper than its limit; msgspec skips an unknown field of
-    # any depth.
-    "nesting": [
-        _with(BROKER, ',"x":' + "[" * (JSON_MAX_DEPTH + 1) + "]" * (JSON_MAX_DEPTH + 1)),
-        _with(BROKER, ',"x":' + '{"a":' * (JSON_MAX_DEPTH + 1) + "1" + "}" * (JSON_MAX_DEPTH + 1)),
-    ],
-}
+def test_unknown_members_go_the_exact_way(fast_only: list[Any]) -> None:
+    """msgspec would skip an unknown member of any depth; jiter refuses one nested deeper
+    than its limit. The structs forbid unknown members: pydantic decides."""
+    deep = JSON_MAX_DEPTH + 1
+    records = [
+        _with(BROKER, ',"x":' + "[" * deep + "]" * deep),
+        _with(BROKER, ',"x":' + '{"a":' * deep + "1" + "}" * deep),
+        _with(BROKER, ',"x":[[[1]]]'),
+        json.dumps({**PARTITION_ROUND, "replica_samples": [{"broker": 1, "log_end_offset": 1,
+                                                            "y": [[2]]}]}),
+    ]  # fmt: skip
+    assert _verdict(_exact, records[0])[0] == "refused"
+    assert _agree([r.encode() for r in records]) == 2
+    assert len(fast_only) == 2 * len(records)  # each as bytes and as text
 
 
-def test_escapes_and_a_kind_written_twice_agree_without_a_guard(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Where msgspec and jiter agree on their own (no guard needed, none paid for)."""
-    monkeypatch.setattr(R, "_needs_exact", lambda text: False)
+def test_escapes_and_a_kind_written_twice_agree() -> None:
     tails = [',"kind":"nope"', ',"kind":"broker"', ',"kind":"replica"', ',"ki\\u006ed":"nope"']
     tails += [',"x":"\\udc00"', ',"x":"\\ud800"', ',"x":"\\ud83d\\ude00"', ',"x":"\\q"']
     tails += [',"cluster":"\\ud800\\u0041"', ',"cluster":"a\\u0000"', ',"observed_at":7']
+    tails += [',"cluster":"\\udc00"', ',"cluster":"\\ud83d\\ude00"']
     records = [_with(BROKER, t).encode() for t in tails]
     records.append(('{"kind":"nope",' + _with(BROKER, "")[1:]).encode())
     assert _agree(records) > 0
 
 
-@pytest.mark.parametrize("guard", sorted(GUARDED))
-def test_each_guard_keeps_its_traps_off_the_fast_path(
-    guard: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    traps = [r.encode() for r in GUARDED[guard]]
-    _agree(traps)
-    monkeypatch.setattr(R, "_needs_exact", lambda text: False)
-    for raw in traps:  # what the guard is for
-        assert _verdict(R.read_record, raw) != _verdict(_exact, raw), raw[:200]
+def test_a_pattern_is_checked_once_per_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(R, "_MATCHED", set())
+    monkeypatch.setattr(R, "MATCHED_MAX", 3)
+    for topic in ("a", "b", "a", "c"):
+        assert R.read_record(json.dumps({**PARTITION_ROUND, "topic": topic})) is not None
+    assert {("topic", "a"), ("topic", "b"), ("topic", "c")} == R._MATCHED
+    R.read_record(json.dumps({**PARTITION_ROUND, "topic": "d"}))
+    assert {("topic", "d")} == R._MATCHED  # full: cleared, then the new value
+    _agree([json.dumps({**PARTITION_ROUND, "topic": "a b"}).encode()])  # refused, by pydantic
 
 
 def test_patterns_end_where_pydantics_end() -> None:
