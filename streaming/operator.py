@@ -92,7 +92,7 @@ from monitor.model.state import (
     ReplicaState,
     TopicState,
 )
-from streaming.records import MODEL_CLASSES, EventError, read_record
+from streaming.records import MODEL_CLASSES, MODEL_FIELDS, EventError, read_record
 from streaming.schema import RULES, FieldRule
 
 #: Bucket of records that failed validation (they are forwarded as dead letters).
@@ -183,11 +183,8 @@ KIND_CODES: dict[str, str] = {
     "partition": "p",
     "replica": "r",
 }
-_CLASSES = MODEL_CLASSES
 #: Per kind, the contract fields of the body, in the model event's constructor order.
-BODY_FIELDS: dict[str, tuple[str, ...]] = {
-    kind: tuple(f.name for f in fields(cls)) for kind, cls in _CLASSES.items()
-}
+BODY_FIELDS = MODEL_FIELDS
 #: JSON member names of the body: :data:`BODY_KIND` (kind code), then ``a``, ``b``, ... by
 #: position (never ``k``).
 BODY_KIND = "k"
@@ -575,7 +572,9 @@ def _body_struct(kind: str) -> type[msgspec.Struct]:
 
 
 #: Body struct -> the model event it becomes (partition bodies: :func:`ordered_events`).
-_BODIES: dict[type[msgspec.Struct], type] = {_body_struct(k): cls for k, cls in _CLASSES.items()}
+_BODIES: dict[type[msgspec.Struct], type] = {
+    _body_struct(k): cls for k, cls in MODEL_CLASSES.items()
+}
 _PARTITION_BODY = next(b for b, cls in _BODIES.items() if cls is PartitionMeta)
 #: Every body of a batch, decoded at once (msgspec: C speed, arrays straight to tuples;
 #: against ``json.loads`` to dicts: ``bench.operator_bench --compare-decode``).
@@ -1059,6 +1058,22 @@ class Outputs:
         for c in self.COLUMNS:
             self.cols[c].append(values.get(c))
 
+    def dead_letter(
+        self, bucket: int, topic: str, partition: int, offset: int, value: Any, reason: str
+    ) -> None:
+        """One dead letter: the record at ``topic``/``partition``/``offset`` (its bytes, none
+        for a record too large) and why."""
+        self.add(
+            out="dead",
+            key=f"{topic}/{partition}/{offset}",
+            value=value,
+            reason=reason,
+            src_topic=topic,
+            src_partition=partition,
+            src_offset=offset,
+            bucket=bucket,
+        )
+
     def findings(self, bucket: int, findings: list[Finding]) -> None:
         for f in findings:
             d = f.to_dict()
@@ -1277,16 +1292,7 @@ class BucketProcessor(StatefulProcessor):
                     sp, so, _, st, r = p.split(SEP, 4)
                     # No reason from the JVM: a record it could not route; pydantic's reason.
                     r = r or _unrouted_reason(_bytes(v))
-                    out.add(
-                        out="dead",
-                        key=f"{st}/{sp}/{so}",
-                        value=_bytes(v),
-                        reason=r,
-                        src_topic=st,
-                        src_partition=int(sp),
-                        src_offset=int(so),
-                        bucket=bucket,
-                    )
+                    out.dead_letter(bucket, st, int(sp), int(so), _bytes(v), r)
             yield out.frame()
             return
         now = int(timerValues.getCurrentProcessingTimeInMs())
@@ -1315,15 +1321,8 @@ class BucketProcessor(StatefulProcessor):
             events, dups, owned, newest_event, refused = ordered_events(payloads, model)
             prof.mark("order")
             for f in refused:
-                out.add(
-                    out="dead",
-                    key=f"{f.src_topic}/{f.src_partition}/{f.src_offset}",
-                    value=f.raw.encode(),
-                    reason=f.reason,
-                    src_topic=f.src_topic,
-                    src_partition=f.src_partition,
-                    src_offset=f.src_offset,
-                    bucket=bucket,
+                out.dead_letter(
+                    bucket, f.src_topic, f.src_partition, f.src_offset, f.raw.encode(), f.reason
                 )
             n_dup += dups
             n_events += len(payloads)
