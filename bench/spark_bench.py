@@ -556,7 +556,7 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         metavar="KEY=VALUE",
         help="a Spark setting for this run, over the job's (repeatable): experiments such as "
-        "spark.sql.codegen.wholeStage=true, or a Flight Recording in extraJavaOptions",
+        "spark.sql.codegen.wholeStage=false, or a Flight Recording in extraJavaOptions",
     )
     add_bare_records(ap)
     ap.add_argument("--keep", action="store_true", help="keep the work folder")

@@ -2,9 +2,10 @@
 
 ::
 
-    Kafka (events topic) -> validate (derived SQL) -> route: valid -> bucket / fan-out
-                                                      invalid -> dead bucket
-      -> transformWithStateInPandas (one ClusterModel per bucket, processing-time timer)
+    Kafka (events topic) -> route (from_json of the routing fields): -> bucket / fan-out
+                                                 unroutable -> dead bucket
+      -> transformWithStateInPandas (one ClusterModel per bucket, processing-time timer;
+         each record validated as it is decoded: streaming.records, refused -> dead letter)
       -> foreachBatch: findings -> findings topic (key = Finding.subject_key)
                        dead letters -> dead-letter topic (original bytes, reason headers)
                        partition state -> Parquet store (batch_id=<n>/, idempotent)

@@ -8,8 +8,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from streaming.schema import REQUIRED_SPARK_CONF
-
 #: Settings the stateful operator needs, with why.
 JOB_SPARK_CONF: dict[str, str] = {
     # transformWithStateInPandas runs only on the RocksDB state store.
@@ -28,18 +26,8 @@ JOB_SPARK_CONF: dict[str, str] = {
     # kill. The job's own health is /metrics.
     "spark.ui.enabled": "false",
     "spark.ui.killEnabled": "false",
-    # The derived validation (streaming.schema.validate: the job's until it moved to the Python
-    # worker, 2026-11-30; its tests and benchmarks still run it) is one wide projection:
-    # whole-stage code generation exceeds the JVM's 64 KB method limit on it and falls back
-    # anyway (with an ERROR log); expression-level code generation splits it into methods and
-    # measured 15-20% faster. For the job's routing alone, not measured yet.
-    "spark.sql.codegen.wholeStage": "false",
     # Python workers stay up between micro-batches (their bucket cache lives in them).
     "spark.python.worker.reuse": "true",
-    # Planning the derived validation recurses deeply (a wide expression tree).
-    "spark.driver.extraJavaOptions": "-Xss32m",
-    "spark.executor.extraJavaOptions": "-Xss32m",
-    **REQUIRED_SPARK_CONF,
 }
 
 

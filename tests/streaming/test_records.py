@@ -1,11 +1,11 @@
 """``streaming.records.read_record`` gives exactly pydantic's verdict, at msgspec's speed.
 
 The oracle is the contract itself: ``to_model(parse_event(raw))``, or the ``EventError`` it
-raises. Every record the schema tests know (scenario files, the Spark validation's hostile
-records and typed-path traps, records broken at random), the generator's collector-shaped
-rounds and the traps where msgspec and jiter could differ get the same model record or the
-same reason. And the
-fast path is what the collector's records take (else the speed is not there).
+raises. Every record ``record_cases`` knows (scenario files, hostile records, a lenient
+reader's traps, valid records in unusual spellings, long values, records broken at random),
+the generator's collector-shaped rounds and the traps where msgspec and jiter could differ
+get the same model record or the same reason. And the fast path is what the collector's
+records take (else the speed is not there).
 """
 
 from __future__ import annotations
@@ -21,10 +21,21 @@ from monitor.contract.events import EventError, parse_event, to_model
 from monitor.dev.rounds import fold
 from monitor.dev.synth import generate
 from streaming import records as R
-from streaming.schema import JSON_MAX_DEPTH
-from tests.streaming.schema_cases import BASES, BROKER, PARTITION_ROUND, scenario_records
-from tests.streaming.test_schema import HOSTILE, _records
-from tests.streaming.test_typed_path import TRAPS
+from tests.streaming.record_cases import (
+    BASES,
+    BROKER,
+    HOSTILE,
+    LONG_VALUES,
+    PARTITION_ROUND,
+    TRAPS,
+    VALID,
+    VALID_SPELLINGS,
+    broken_records,
+    scenario_records,
+)
+
+#: jiter's recursion limit: a value nested inside more than this many containers is refused.
+JSON_MAX_DEPTH = 200
 
 
 def _verdict(read: Any, raw: bytes | str) -> Any:
@@ -81,14 +92,28 @@ def _ok(raw: bytes) -> bool:
     return True
 
 
-def test_hostile_records_and_typed_path_traps_agree() -> None:
+def test_hostile_records_and_a_lenient_readers_traps_agree() -> None:
     _agree(HOSTILE)
-    for records in TRAPS.values():
-        _agree(records)
+    for guard, records in TRAPS.items():
+        assert _agree(records) == 0, guard  # each is invalid to pydantic
+
+
+def test_valid_records_in_every_spelling_are_read() -> None:
+    assert _agree(VALID + VALID_SPELLINGS) == len(VALID) + len(VALID_SPELLINGS)
+
+
+def test_a_reason_names_a_long_value_without_copying_it() -> None:
+    """Issue 20: a 5 MB ``kind`` made a 5 MB reason (and a dead letter no producer could
+    send). The reason is pydantic's; it shows a few dozen characters of the value."""
+    assert _agree(LONG_VALUES) == 0
+    reasons = [_verdict(R.read_record, r)[1] for r in LONG_VALUES]
+    assert all(len(r) < 300 for r in reasons), [r[:400] for r in reasons]
+    assert reasons[0] == f"kind: unknown kind '{'k' * 32}'... (100000 characters)"
+    assert reasons[2:4] == ["kind: unknown kind a list", "kind: unknown kind an object"]
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(records=st.lists(_records(), min_size=1, max_size=5))
+@given(records=st.lists(broken_records(), min_size=1, max_size=5))
 def test_records_broken_at_random_agree(records: list[bytes]) -> None:
     _agree(records)
 
