@@ -226,19 +226,25 @@ def _write_raw(folder: Path, events: list[bytes], per_batch: int) -> int:
 
 def _produce_with_spark(spark: Any, raw: Path, bootstrap: str, topic: str) -> None:
     """The raw records to ``topic`` through Spark's Kafka sink, in their order, keyed like
-    the collector's (``cluster/topic/partition``): a pre-loaded topic of millions of records
-    in a minute or two (kafka-python produces ~5k records/s). One task writes them, sorted
-    by their sequence number, so each key's records keep their order."""
+    the collector's (a partition's records by ``contract.events.partition_key``, which the
+    job routes by without parsing them): a pre-loaded topic of millions of records in a
+    minute or two (kafka-python produces ~5k records/s). One task writes them, sorted by
+    their sequence number, so each key's records keep their order."""
     from pyspark.sql import functions as F
+
+    from monitor.contract.events import PARTITION_KEY_PREFIX
 
     v = F.col("value").cast("string")
     key = F.when(
-        F.get_json_object(v, "$.partition").isNotNull(),
-        F.concat_ws(
-            "/",
-            F.get_json_object(v, "$.cluster"),
-            F.get_json_object(v, "$.topic"),
-            F.get_json_object(v, "$.partition"),
+        F.get_json_object(v, "$.kind").isin("partition", "replica"),
+        F.concat(
+            F.lit(PARTITION_KEY_PREFIX),
+            F.concat_ws(
+                "/",
+                F.get_json_object(v, "$.partition"),
+                F.get_json_object(v, "$.topic"),
+                F.get_json_object(v, "$.cluster"),
+            ),
         ),
     )
     (

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from monitor.contract.events import PARTITION_KEY_PREFIX
 from monitor.contract.state import STATE_DDL
 from monitor.contract.store import FINDING_DDL, finding_store_rows
 from monitor.model import NATIVE_NOTE
@@ -37,7 +38,9 @@ from streaming import schema
 from streaming.config import StreamingConfig
 from streaming.operator import (
     DEAD_BUCKET,
+    MAX_KEY_BYTES,
     OUTPUT_DDL,
+    RECORD_KEYED,
     RECORD_OTHER,
     RECORD_OWNER,
     SEP,
@@ -282,20 +285,49 @@ def build_operator_input(
         (F.expr("unix_millis(timestamp)") if check_stamps else F.lit(None))
         .cast("string")
         .alias("_src_ts"),
+        (F.col("key").cast("string") if "key" in source.columns else F.lit(None))
+        .cast("string")
+        .alias("_key"),
     )
     text = F.col("value").cast("string")
+    utf8 = F.coalesce(F.expr("is_valid_utf8(value)"), F.lit(False))
+    # A partition's key (contract.partition_key: krm1/<partition>/<topic>/<cluster>) routes
+    # its record without a parse; any other key, or none, is routed by the record's fields.
+    k = F.col("_key")
+    kparts = F.split(k, "/", 4)
+    k_partition = F.try_element_at(kparts, F.lit(2)).try_cast("int")
+    k_topic = F.try_element_at(kparts, F.lit(3))
+    k_cluster = F.try_element_at(kparts, F.lit(4))
+    keyed = F.coalesce(
+        k.startswith(PARTITION_KEY_PREFIX)
+        & (F.octet_length(k) <= MAX_KEY_BYTES)
+        & ~k.contains(SEP)  # the payload carries the key
+        & (F.size(kparts) == 4)
+        & (k_partition >= 0)
+        & (F.length(k_topic) > 0)
+        & (F.length(k_cluster) > 0)
+        & utf8,
+        F.lit(False),
+    )
     r = src.select(
         "*",
-        F.when(F.expr("is_valid_utf8(value)"), F.from_json(text, ROUTING_DDL)).alias("r"),
+        keyed.alias("_keyed"),
+        F.when(keyed, k_cluster).alias("_k_cluster"),
+        F.when(keyed, k_topic).alias("_k_topic"),
+        F.when(keyed, k_partition).alias("_k_partition"),
+        F.when(~keyed & utf8, F.from_json(text, ROUTING_DDL)).alias("r"),
     )
+    keyed = F.col("_keyed")
     routed = F.lit(False)
     for kind, needed in _ROUTED_BY.items():
         present = [F.col(f"r.{n}").isNotNull() for n in needed]
         routed = routed | functools.reduce(operator.and_, present, F.col("r.kind") == kind)
-    ok = F.coalesce(routed, F.lit(False))
+    ok = keyed | F.coalesce(routed, F.lit(False))
     # Topic and broker events go to every bucket (each holds some of a topic's partitions);
     # a topic's own findings come from the bucket owning "cluster/topic/<topic>".
-    is_global = F.col("r.kind").isin("topic_config", "topic_deleted", "broker")
+    is_global = ~keyed & F.coalesce(
+        F.col("r.kind").isin("topic_config", "topic_deleted", "broker"), F.lit(False)
+    )
     global_key = F.when(
         F.col("r.kind") != "broker", F.concat_ws("/", "r.cluster", F.lit("topic"), "r.topic")
     ).otherwise(F.concat_ws("/", "r.cluster", F.lit("broker"), F.col("r.broker").cast("string")))
@@ -306,7 +338,15 @@ def build_operator_input(
     def key_of(index: Any) -> Any:
         return F.element_at(keys, index.cast("int") + 1)
 
-    index = F.expr(f"pmod(xxhash64(r.cluster, r.topic, r.partition), {buckets})")
+    # The same hash of the same typed values whichever way a record was routed.
+    index = F.pmod(
+        F.xxhash64(
+            F.when(keyed, F.col("_k_cluster")).otherwise(F.col("r.cluster")),
+            F.when(keyed, F.col("_k_topic")).otherwise(F.col("r.topic")),
+            F.when(keyed, F.col("_k_partition")).otherwise(F.col("r.partition")),
+        ),
+        F.lit(buckets),
+    )
     bucket_list = (
         F.when(~ok, F.array(F.lit(DEAD_BUCKET)))
         .when(is_global, keys)
@@ -325,7 +365,9 @@ def build_operator_input(
         F.concat_ws(
             SEP,
             *head,
-            F.when(owner, RECORD_OWNER).otherwise(RECORD_OTHER),
+            F.when(keyed, F.concat(F.lit(RECORD_KEYED), F.col("_key")))
+            .when(owner, RECORD_OWNER)
+            .otherwise(RECORD_OTHER),
             F.col("_src_topic"),
             F.coalesce(F.col("_src_ts"), F.lit("")),
             text,

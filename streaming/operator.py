@@ -71,7 +71,7 @@ from typing import Any
 import msgspec
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
-from monitor.contract.events import ReplicaSample, parse_event
+from monitor.contract.events import ReplicaSample, parse_event, partition_key, shown
 from monitor.contract.state import row_content, state_json
 from monitor.model import (
     ClusterModel,
@@ -160,8 +160,8 @@ def bucket_index(buckets: int) -> dict[int, int]:
 #: (``itertuples`` + ``pd.DataFrame(rows)``), a cost proportional to rows x columns — with the
 #: event's ~30 columns that was ~70 us per event, five times the model itself.
 #:
-#: Payload of a routed record: ``src_partition SEP src_offset SEP T|F SEP src_topic SEP
-#: kafka_ts SEP record`` -- the record itself, read and validated here
+#: Payload of a routed record: ``src_partition SEP src_offset SEP T|F|K<key> SEP src_topic
+#: SEP kafka_ts SEP record`` -- the record itself, read and validated here
 #: (:func:`streaming.records.read_record`, :func:`ordered_events`); equal records are exact
 #: duplicates. Dead bucket: ``src_partition SEP src_offset SEP f SEP source topic SEP
 #: reason`` (empty for a record the JVM could not route: pydantic's is given here).
@@ -176,6 +176,13 @@ SEP = "\x1f"
 #: The owner field of a record's payload (``T``: this bucket owns it, ``F``: a copy of a
 #: topic or broker event); ``t``/``f`` mark a body of the form before (stored replays).
 RECORD_OWNER, RECORD_OTHER = "T", "F"
+#: ... or ``K`` and the record's Kafka key: routed by its key alone
+#: (:data:`monitor.contract.events.PARTITION_KEY_PREFIX`), owned, and refused unless the
+#: record is that partition's (:func:`_key_reason`).
+RECORD_KEYED = "K"
+#: The longest key the job routes by (a prefix, a partition number, a topic of at most 249
+#: and a cluster of at most 256 characters, UTF-8): a longer one cannot be a partition's.
+MAX_KEY_BYTES = 5 + 10 + 1 + 249 + 1 + 4 * 256
 KIND_CODES: dict[str, str] = {
     "topic_config": "t",
     "topic_deleted": "d",
@@ -607,6 +614,24 @@ def _stamp_reason(rec: Any, kafka_ts: int, limit: int) -> str | None:
     )
 
 
+#: The contract's kind of each model record class.
+_KIND_OF_MODEL: dict[type, str] = {cls: kind for kind, cls in MODEL_CLASSES.items()}
+
+
+def _key_reason(rec: Any, key: str) -> str | None:
+    """The reason to refuse a record routed by its Kafka ``key`` that is not that
+    partition's (it went to the key's bucket, not its own), else None."""
+    kind = type(rec)
+    m = rec.meta if kind is PartitionRound else rec
+    if kind is PartitionRound or kind is PartitionMeta or kind is ReplicaReport:
+        if partition_key(m.cluster, m.topic, m.partition) == key:
+            return None
+        what = f"of partition {shown(m.topic)} {m.partition} of cluster {shown(m.cluster)}"
+    else:
+        what = f"a {_KIND_OF_MODEL.get(kind, kind.__name__)} event"
+    return f"Kafka key: {shown(key)} is a partition's key; the record is {what}"
+
+
 def ordered_events(
     payloads: list[str], model: ClusterModel | None = None
 ) -> tuple[list[Any], int, int, int, list[Refused]]:
@@ -648,7 +673,8 @@ def ordered_events(
             bodies.append(body)
             continue
         sp, so, owner, st, ts, raw = parts
-        mine = owner == RECORD_OWNER
+        keyed = owner[:1] == RECORD_KEYED
+        mine = keyed or owner == RECORD_OWNER
         if raw in seen:
             dups += 1
             owned += mine
@@ -656,12 +682,17 @@ def ordered_events(
         seen.add(raw)
         try:
             rec = read(raw)
-            why = None if not ts or limit is None else _stamp_reason(rec, int(ts), limit)
+            why = _key_reason(rec, owner[1:]) if keyed else None
+            if why is None and ts and limit is not None:
+                why = _stamp_reason(rec, int(ts), limit)
         except EventError as e:
             why = str(e)
         if why is not None:
             if mine:  # its dead letter; not counted as an event
                 refused.append(Refused(int(sp), int(so), st, raw, why))
+            # Not a duplicate's original: the same text under another key or Kafka
+            # timestamp may be accepted.
+            seen.discard(raw)
             continue
         owned += mine
         if type(rec) is round_:

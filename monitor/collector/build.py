@@ -42,6 +42,7 @@ from monitor.contract.events import (
     ReplicaSample,
     TopicConfigEvent,
     TopicDeletedEvent,
+    partition_key,
 )
 from monitor.model.rules import original_replicas
 
@@ -653,9 +654,11 @@ def topic_deleted_events(
 
 
 def event_key(ev: AnyEvent) -> bytes:
-    """Kafka record key: one partition's (or broker's) events share a key, hence an order."""
+    """Kafka record key: one partition's (or broker's) events share a key, hence an order.
+    A partition's is :func:`monitor.contract.events.partition_key`, which the Spark job
+    routes by without parsing the record."""
     if isinstance(ev, BrokerEvent):
         return f"{ev.cluster}/broker/{ev.broker}".encode()
     if isinstance(ev, TopicConfigEvent | TopicDeletedEvent):
         return f"{ev.cluster}/{ev.topic}".encode()
-    return f"{ev.cluster}/{ev.topic}/{ev.partition}".encode()
+    return partition_key(ev.cluster, ev.topic, ev.partition).encode()

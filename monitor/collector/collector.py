@@ -534,7 +534,7 @@ class Collector:
             log.warning("%d %s event(s) left out: %s breaks the contract", n, kind, reason)
 
     def publish(self, events: list[AnyEvent]) -> int:
-        """Produce to the events topic (acks=all), keyed by cluster/topic/partition."""
+        """Produce to the events topic (acks=all), keyed by partition (:func:`build.event_key`)."""
         assert self._producer is not None, "started without a producer"
         failed: list[BaseException] = []
         for ev in events:

@@ -41,6 +41,26 @@ SCHEMA_VERSION = 1
 EVENTS_TOPIC = "__replication_monitor_events"
 FINDINGS_TOPIC = "__replication_monitor_findings"
 DEADLETTER_TOPIC = "__replication_monitor_deadletter"
+
+#: The Kafka key of a partition's records (``partition`` and ``replica`` events, round
+#: records) on the events topic, as the collector writes it (:func:`partition_key`):
+#: ``krm1/<partition>/<topic>/<cluster>``. The Spark job routes a record with such a key by
+#: the key alone, without parsing the value in the JVM; the Python worker then checks the
+#: record is that partition's (a record that is not is dead-lettered: it could not be
+#: routed by what it says). Any other key, or none, is routed by the record's own fields.
+#: Every record of a partition shares its key, hence a Kafka partition and an order.
+PARTITION_KEY_PREFIX = "krm1/"
+
+
+def partition_key(cluster: str, topic: str, partition: int) -> str:
+    """The events topic's Kafka key of a partition's records (:data:`PARTITION_KEY_PREFIX`).
+
+    >>> partition_key("lab", "orders", 3)
+    'krm1/3/orders/lab'
+    """
+    return f"{PARTITION_KEY_PREFIX}{partition}/{topic}/{cluster}"
+
+
 INT64_MAX = 2**63 - 1
 INT32_MAX = 2**31 - 1
 

@@ -192,8 +192,8 @@ class Finding:
 
     @property
     def subject_key(self) -> str:
-        """The findings topic's record key: what the finding is about, as the events topic
-        keys it -- ``cluster/topic/partition`` (a replica's finding too), ``cluster/topic``,
+        """The findings topic's record key: what the finding is about --
+        ``cluster/topic/partition`` (a replica's finding too), ``cluster/topic``,
         ``cluster/broker/<id>``, or ``cluster``. A condition's ``open`` and ``resolved``
         (two ids) share it, so on a topic of many partitions they land in one partition,
         in the order the job wrote them.

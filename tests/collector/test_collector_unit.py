@@ -66,7 +66,7 @@ def test_built_events_validate_and_carry_the_readings() -> None:
     assert broker_event("c", 3, 1_000, None).alive is False
     be = broker_event("c", 2, 1_000, s)
     assert be.alive and be.active_controller and be.unclean_elections_total == 2
-    assert event_key(pe) == b"c/orders/0" and event_key(be) == b"c/broker/2"
+    assert event_key(pe) == b"krm1/0/orders/c" and event_key(be) == b"c/broker/2"
 
 
 def test_what_the_collector_publishes_its_own_contract_accepts() -> None:

@@ -162,11 +162,15 @@ class Clock:
         return self.now
 
 
-def payload(raw: bytes, offset: int, owner: bool, kafka_ts: int | None = None) -> str:
+def payload(
+    raw: bytes, offset: int, owner: bool, kafka_ts: int | None = None, key: str | None = None
+) -> str:
     """What ``job.build_operator_input`` packs on the JVM for one routed record: its source
-    (partition 0 of topic "events"), whether this bucket owns it, its Kafka timestamp (when
-    the stamp check is on) and the record itself."""
-    head = ["0", str(offset), op.RECORD_OWNER if owner else op.RECORD_OTHER, "events"]
+    (partition 0 of topic "events"), whether this bucket owns it -- or, routed by its Kafka
+    ``key`` (a partition's), that key --, its Kafka timestamp (when the stamp check is on)
+    and the record itself."""
+    mark = op.RECORD_OWNER if owner else op.RECORD_OTHER
+    head = ["0", str(offset), mark if key is None else op.RECORD_KEYED + key, "events"]
     return op.SEP.join([*head, "" if kafka_ts is None else str(kafka_ts), raw.decode()])
 
 

@@ -15,18 +15,23 @@ from typing import Any
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
+from monitor.contract.events import partition_key
 from monitor.model import Finding
 
 
 def _key(raw: bytes) -> bytes | None:
-    """cluster/topic/partition: all samples of one partition go to one Kafka partition."""
+    """The collector's key (``monitor.collector.build.event_key``): a partition's records
+    keyed by ``partition_key``, which the job routes by without parsing them; others by
+    cluster/topic, or none."""
     try:
         ev = json.loads(raw)
-        if isinstance(ev, dict) and "partition" in ev and "topic" in ev:
-            return f"{ev.get('cluster')}/{ev['topic']}/{ev['partition']}".encode()
     except ValueError:
-        pass
-    return None
+        return None
+    if not isinstance(ev, dict) or "topic" not in ev:
+        return None
+    if ev.get("kind") in ("partition", "replica") and "partition" in ev:
+        return partition_key(ev.get("cluster"), ev["topic"], ev["partition"]).encode()
+    return f"{ev.get('cluster')}/{ev['topic']}".encode()
 
 
 def publish_times(records: Sequence[bytes]) -> list[int | None]:

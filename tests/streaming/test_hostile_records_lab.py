@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 from kafka import KafkaProducer
 
+from monitor.contract.events import partition_key
 from streaming.job import DEADLETTERS, start
 from tests.streaming.e2e import kafka_config, scenario_feed
 from tests.streaming.kafka_io import publish_times, read_all
@@ -36,6 +37,13 @@ HOSTILE = {
     "5 MB kind": b'{"schema_version":1,"kind":"' + b"k" * 5_000_000 + b'"}',
 }
 LIMIT = 256 * 1024
+#: A valid record under another partition's key (``partition_key``): routed by the key, to
+#: the key's bucket, where it must not be applied.
+LYING_KEY = partition_key("hostile", "t", 2).encode()
+LYING = (
+    b'{"schema_version":1,"kind":"replica","cluster":"hostile","observed_at":1,"topic":"t",'
+    b'"partition":1,"broker":1,"log_end_offset":5}'
+)
 
 
 def test_hostile_records_are_dead_lettered_and_the_stream_goes_on(
@@ -54,15 +62,16 @@ def test_hostile_records_are_dead_lettered_and_the_stream_goes_on(
     half = len(valid) // 2
     # The hostile records sit between two halves of a valid feed: the second half's
     # findings come only if the stream went on past them.
-    records = [*valid[:half], *HOSTILE.values(), *valid[half:]]
+    records = [*valid[:half], *HOSTILE.values(), LYING, *valid[half:]]
     # Record timestamps: the valid feed's own (publish_times); a hostile record, the one
     # before it.
     own = publish_times(valid)
-    stamps = [*own[:half], *[own[half - 1]] * len(HOSTILE), *own[half:]]
+    stamps = [*own[:half], *[own[half - 1]] * (len(HOSTILE) + 1), *own[half:]]
     producer = KafkaProducer(bootstrap_servers=boot, acks="all", max_request_size=8 << 20)
     try:
         for raw, ts in zip(records, stamps, strict=True):
-            producer.send(topics["events"], value=raw, timestamp_ms=ts)
+            key = LYING_KEY if raw is LYING else None
+            producer.send(topics["events"], key=key, value=raw, timestamp_ms=ts)
         producer.flush(60)
     finally:
         producer.close()
@@ -106,8 +115,13 @@ def test_hostile_records_are_dead_lettered_and_the_stream_goes_on(
         "invalid JSON: Invalid JSON: trailing characters at line 1 column 100097"
     )
     assert reasons["ending in 100k spaces"] == "kind: unknown kind 'nope'"
+    lying = by_offset[offset_of[LYING]]
+    assert lying.value == LYING and lying.headers["reason"].decode() == (
+        "Kafka key: 'krm1/2/t/hostile' is a partition's key; the record is of partition 't' 1 "
+        "of cluster 'hostile'"
+    )
     c = job.counters
     # Every record is accounted for once: in = accepted + dead-lettered.
     assert c.accepted + c.dead_lettered == len(records) == len(events)
-    assert c.dead_lettered == len(dead) == len(HOSTILE) + 3  # + scenario_feed's own 3
+    assert c.dead_lettered == len(dead) == len(HOSTILE) + 1 + 3  # the lying key, scenario_feed's 3
     assert c.kept_too_large == 2 and c.kept_failures == 0

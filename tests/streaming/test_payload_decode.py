@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from monitor.contract.events import EventError, parse_event, to_model
+from monitor.contract.events import EventError, parse_event, partition_key, to_model
 from monitor.dev.rounds import fold
 from monitor.dev.synth import generate
 from monitor.model.order import application_order, unfold
@@ -116,3 +116,41 @@ def test_a_record_stamped_ahead_of_its_kafka_record_is_refused() -> None:
         f"observed_at {at} is 1001 ms ahead of its Kafka record's timestamp ({at - 1_001}); "
         "at most 1000 ms (max_stamp_ahead_ms) is believed"
     ]
+
+
+def test_a_record_routed_by_its_key_is_applied_only_if_it_is_that_partitions() -> None:
+    """The JVM routes a record keyed with ``partition_key`` by the key alone (no parse): the
+    worker reads it as any other, owned, and refuses it unless it is the key's partition's
+    -- another partition's, or a broker event, would sit in the wrong bucket."""
+    e = _a_round()
+    raw = json.dumps(e).encode()
+    own = partition_key(e["cluster"], e["topic"], e["partition"])
+    replica = next(x for x in generate(1, 1, seed=1) if x["kind"] == "replica")
+    rep = json.dumps({**replica, "cluster": e["cluster"], "topic": e["topic"],
+                      "partition": e["partition"]}).encode()  # fmt: skip
+    got, dups, owned, _, refused = op.ordered_events(
+        [payload(raw, 0, False, key=own), payload(rep, 1, False, key=own)]
+    )
+    assert got and (dups, owned, refused) == (0, 2, [])
+    broker = json.dumps({"schema_version": 1, "kind": "broker", "cluster": e["cluster"],
+                         "observed_at": 5, "broker": 1, "alive": True}).encode()  # fmt: skip
+    others = [
+        partition_key(e["cluster"], e["topic"], e["partition"] + 1),
+        partition_key(e["cluster"] + "x", e["topic"], e["partition"]),
+        own + "/",
+    ]
+    packed = [payload(raw, i, False, key=k) for i, k in enumerate(others)]
+    packed.append(payload(broker, 9, False, key=own))
+    got, _, owned, _, refused = op.ordered_events(packed)
+    assert got == [] and owned == 0
+    assert [r.src_offset for r in refused] == [0, 1, 2, 9]
+    assert refused[0].reason == (
+        f"Kafka key: {others[0]!r} is a partition's key; the record is of partition "
+        f"{e['topic']!r} {e['partition']} of cluster {e['cluster']!r}"
+    )
+    assert refused[3].reason.endswith("is a partition's key; the record is a broker event")
+    # The same text under its own key after a lying copy: not a duplicate of a refused one.
+    got, dups, owned, _, refused = op.ordered_events(
+        [payload(raw, 0, False, key=others[0]), payload(raw, 1, False, key=own)]
+    )
+    assert got and (dups, owned, [r.src_offset for r in refused]) == (0, 1, [0])
