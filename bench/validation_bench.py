@@ -13,13 +13,16 @@ time (``/proc/<pid>/stat``) much less: it is the figure to compare.
 
     python -m bench.validation_bench --records 200000 --form rounds
     python -m bench.validation_bench --records 200000 --whole-stage
+    python -m bench.validation_bench --records 200000 --keys
     python -m bench.validation_bench --records 200000 --python-side
 
 ``--whole-stage`` runs the operator input with whole-stage code generation off and on,
 alternated in one run (the job runs with Spark's default, on, since the SQL validation was
-removed). ``--python-side`` prices the Python worker's reading per bucket of ~15.6k records:
-the records read and validated (the job's) against the bodies the JVM packed before
-2026-11-30 (a stored replay's form, still read).
+removed). ``--keys`` runs it on records routed by their fields and by the collector's
+keys (``contract.events.partition_key``: no parse on the JVM). ``--python-side`` prices the
+Python worker's reading per bucket of ~15.6k records: the records read and validated (the
+job's) against the bodies the JVM packed before 2026-11-30 (a stored replay's form, still
+read).
 
 Until 2026-11-30 the JVM also validated every record in Spark SQL (``streaming.schema``
 derived it from the contract) and this benchmark priced that validation's stages (its typed
@@ -126,6 +129,51 @@ def _compare_whole_stage(spark: Any, n: int, buckets: int, repeat: int, pid: int
     df.unpersist()
 
 
+def _compare_keys(spark: Any, n: int, buckets: int, repeat: int, pid: int) -> None:
+    """The operator input of collector-shaped round records routed by their fields (no key,
+    or a key of another form) and by the collector's key (``partition_key``: no parse on the
+    JVM), alternated in one run: JVM CPU per record of each, and whether the buckets agree."""
+    from pyspark.sql import functions as F
+
+    from monitor.contract.events import PARTITION_KEY_PREFIX
+    from streaming.job import build_operator_input
+
+    df, records = _round_records_df(spark, n, collector_fields=True)
+    m = len(records)
+    # The collector's key of each (round) record: contract.events.partition_key.
+    v = F.col("value").cast("string")
+    key = F.concat(
+        F.lit(PARTITION_KEY_PREFIX),
+        F.concat_ws(
+            "/",
+            *(F.get_json_object(v, f"$.{n}") for n in ("partition", "topic", "cluster")),
+        ),
+    )
+    keyed = df.select(key.cast("binary").alias("key"), "*").persist()
+    keyed.count()
+    outs = {
+        "by fields": build_operator_input(df, buckets),
+        "by key": build_operator_input(keyed, buckets),
+    }
+    best: dict[str, float] = {}
+    sums: dict[str, int] = {}
+    for _ in range(repeat):
+        for label, out in outs.items():
+            h = out.select(F.xxhash64(*out.columns).alias("h"))
+            best[label] = min(best.get(label, float("inf")), _timed(h, 1, pid)[1] / m * 1e6)
+            buckets_of = out.select(F.xxhash64("bucket", F.split("payload", "\x1f")[1]).alias("b"))
+            sums.setdefault(label, buckets_of.agg(F.expr("bit_xor(b)")).first()[0])
+    a, b = best["by fields"], best["by key"]
+    agree = "agree" if sums["by fields"] == sums["by key"] else "DIFFER"
+    print(
+        f"  operator input, {m} collector-shaped round records (us/record, JVM CPU, best of "
+        f"{repeat}): routed by their fields {a:.1f}, by their key {b:.1f} (ratio {b / a:.2f}); "
+        f"buckets {agree}"
+    )
+    df.unpersist()
+    keyed.unpersist()
+
+
 def _compare_python_side(spark: Any, n: int, buckets: int, repeat: int, pid: int) -> None:
     """The Python worker's reading of collector-shaped round records, alternated in one
     run: CPU a record, per bucket of ~15.6k (1M partitions over 64 buckets), the GC off as
@@ -183,6 +231,12 @@ def main(argv: list[str] | None = None) -> int:
         "--whole-stage",
         action="store_true",
         help="also: the operator input with whole-stage code generation off and on, side by side",
+    )
+    ap.add_argument(
+        "--keys",
+        action="store_true",
+        help="also: the operator input routed by the records' fields vs by the collector's "
+        "keys, side by side",
     )
     ap.add_argument(
         "--python-side",
@@ -243,6 +297,8 @@ def main(argv: list[str] | None = None) -> int:
     src.unpersist()
     if args.whole_stage:
         _compare_whole_stage(spark, args.records, args.buckets, args.repeat, pid)
+    if args.keys:
+        _compare_keys(spark, args.records, args.buckets, args.repeat, pid)
     if args.python_side:
         _compare_python_side(spark, args.records, args.buckets, args.repeat, pid)
     spark.stop()
