@@ -241,7 +241,10 @@ def build_operator_input(
 ) -> Any:
     """Routed rows for the operator: each record to its bucket, the rest on the dead bucket.
 
-    The JVM only routes: a ``from_json`` of the routing fields (:data:`ROUTING_DDL`), the
+    The JVM only routes: a partition's record keyed with
+    :func:`monitor.contract.events.partition_key` (the collector's records) by its key alone,
+    unparsed, its key in the payload for the worker to check against the record; any other
+    record by a ``from_json`` of its routing fields (:data:`ROUTING_DDL`). Either way the
     bucket of the record's partition (topic and broker events to every bucket), and the
     record itself as the payload. The Python worker validates each record as it reads it
     (:func:`streaming.records.read_record`: pydantic's verdict, at msgspec's speed) and
