@@ -224,6 +224,22 @@ def _write_raw(folder: Path, events: list[bytes], per_batch: int) -> int:
     return files
 
 
+def collector_key(value: Any) -> Any:
+    """A Spark column: the Kafka key the collector gives the record in column ``value``
+    (``monitor.collector.build.event_key``) when it is a partition's
+    (``contract.events.partition_key``, which the job routes by), else null."""
+    from pyspark.sql import functions as F
+
+    from monitor.contract.events import PARTITION_KEY_PREFIX
+
+    v = value.cast("string")
+    parts = (F.get_json_object(v, f"$.{n}") for n in ("partition", "topic", "cluster"))
+    return F.when(
+        F.get_json_object(v, "$.kind").isin("partition", "replica"),
+        F.concat(F.lit(PARTITION_KEY_PREFIX), F.concat_ws("/", *parts)),
+    )
+
+
 def _produce_with_spark(spark: Any, raw: Path, bootstrap: str, topic: str) -> None:
     """The raw records to ``topic`` through Spark's Kafka sink, in their order, keyed like
     the collector's (a partition's records by ``contract.events.partition_key``, which the
@@ -232,21 +248,7 @@ def _produce_with_spark(spark: Any, raw: Path, bootstrap: str, topic: str) -> No
     their sequence number, so each key's records keep their order."""
     from pyspark.sql import functions as F
 
-    from monitor.contract.events import PARTITION_KEY_PREFIX
-
-    v = F.col("value").cast("string")
-    key = F.when(
-        F.get_json_object(v, "$.kind").isin("partition", "replica"),
-        F.concat(
-            F.lit(PARTITION_KEY_PREFIX),
-            F.concat_ws(
-                "/",
-                F.get_json_object(v, "$.partition"),
-                F.get_json_object(v, "$.topic"),
-                F.get_json_object(v, "$.cluster"),
-            ),
-        ),
-    )
+    key = collector_key(F.col("value"))
     (
         spark.read.parquet(str(raw))
         .orderBy("offset")

@@ -135,21 +135,12 @@ def _compare_keys(spark: Any, n: int, buckets: int, repeat: int, pid: int) -> No
     JVM), alternated in one run: JVM CPU per record of each, and whether the buckets agree."""
     from pyspark.sql import functions as F
 
-    from monitor.contract.events import PARTITION_KEY_PREFIX
+    from bench.spark_bench import collector_key
     from streaming.job import build_operator_input
 
     df, records = _round_records_df(spark, n, collector_fields=True)
     m = len(records)
-    # The collector's key of each (round) record: contract.events.partition_key.
-    v = F.col("value").cast("string")
-    key = F.concat(
-        F.lit(PARTITION_KEY_PREFIX),
-        F.concat_ws(
-            "/",
-            *(F.get_json_object(v, f"$.{n}") for n in ("partition", "topic", "cluster")),
-        ),
-    )
-    keyed = df.select(key.cast("binary").alias("key"), "*").persist()
+    keyed = df.select(collector_key(F.col("value")).cast("binary").alias("key"), "*").persist()
     keyed.count()
     outs = {
         "by fields": build_operator_input(df, buckets),

@@ -288,24 +288,30 @@ def build_operator_input(
         (F.expr("unix_millis(timestamp)") if check_stamps else F.lit(None))
         .cast("string")
         .alias("_src_ts"),
-        (F.col("key").cast("string") if "key" in source.columns else F.lit(None))
-        .cast("string")
-        .alias("_key"),
+        (F.col("key") if "key" in source.columns else F.lit(None)).cast("string").alias("_key"),
     )
     text = F.col("value").cast("string")
     utf8 = F.coalesce(F.expr("is_valid_utf8(value)"), F.lit(False))
     # A partition's key (contract.partition_key: krm1/<partition>/<topic>/<cluster>) routes
     # its record without a parse; any other key, or none, is routed by the record's fields.
+    # Only a key exactly as partition_key writes it (its parts put back together give it):
+    # the worker compares the record's partition_key with it, and a record of that
+    # partition under a key spelt otherwise ("krm1/03/...", bytes not UTF-8, which split
+    # reads decoded) is routed by its fields, not refused.
     k = F.col("_key")
     kparts = F.split(k, "/", 4)
     k_partition = F.try_element_at(kparts, F.lit(2)).try_cast("int")
     k_topic = F.try_element_at(kparts, F.lit(3))
     k_cluster = F.try_element_at(kparts, F.lit(4))
+    spelt = F.concat(
+        F.lit(PARTITION_KEY_PREFIX), k_partition.cast("string"), F.lit("/"), k_topic,
+        F.lit("/"), k_cluster,
+    )  # fmt: skip
     keyed = F.coalesce(
         k.startswith(PARTITION_KEY_PREFIX)
         & (F.octet_length(k) <= MAX_KEY_BYTES)
         & ~k.contains(SEP)  # the payload carries the key
-        & (F.size(kparts) == 4)
+        & (spelt == k)
         & (k_partition >= 0)
         & (F.length(k_topic) > 0)
         & (F.length(k_cluster) > 0)

@@ -71,7 +71,13 @@ from typing import Any
 import msgspec
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
-from monitor.contract.events import ReplicaSample, parse_event, partition_key, shown
+from monitor.contract.events import (
+    PARTITION_KEY_PREFIX,
+    ReplicaSample,
+    parse_event,
+    partition_key,
+    shown,
+)
 from monitor.contract.state import row_content, state_json
 from monitor.model import (
     ClusterModel,
@@ -182,7 +188,7 @@ RECORD_OWNER, RECORD_OTHER = "T", "F"
 RECORD_KEYED = "K"
 #: The longest key the job routes by (a prefix, a partition number, a topic of at most 249
 #: and a cluster of at most 256 characters, UTF-8): a longer one cannot be a partition's.
-MAX_KEY_BYTES = 5 + 10 + 1 + 249 + 1 + 4 * 256
+MAX_KEY_BYTES = len(PARTITION_KEY_PREFIX) + 10 + 1 + 249 + 1 + 4 * 256
 KIND_CODES: dict[str, str] = {
     "topic_config": "t",
     "topic_deleted": "d",

@@ -15,23 +15,19 @@ from typing import Any
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-from monitor.contract.events import partition_key
+from monitor.collector.build import event_key
+from monitor.contract.events import EventError, parse_event
 from monitor.model import Finding
 
 
 def _key(raw: bytes) -> bytes | None:
-    """The collector's key (``monitor.collector.build.event_key``): a partition's records
-    keyed by ``partition_key``, which the job routes by without parsing them; others by
-    cluster/topic, or none."""
+    """The collector's key of a record (``monitor.collector.build.event_key``: a
+    partition's records by ``partition_key``, which the job routes by without parsing
+    them); none for a record the contract refuses."""
     try:
-        ev = json.loads(raw)
-    except ValueError:
+        return event_key(parse_event(raw))
+    except EventError:
         return None
-    if not isinstance(ev, dict) or "topic" not in ev:
-        return None
-    if ev.get("kind") in ("partition", "replica") and "partition" in ev:
-        return partition_key(ev.get("cluster"), ev["topic"], ev["partition"]).encode()
-    return f"{ev.get('cluster')}/{ev['topic']}".encode()
 
 
 def publish_times(records: Sequence[bytes]) -> list[int | None]:

@@ -73,9 +73,13 @@ def test_any_other_key_routes_by_the_records_fields(spark: Any) -> None:
         f"krm1/{p}/{t}/",
         f"krm1/{p}/{t}/a{op.SEP}b",
         f"krm1/{p}/{t}/" + "c" * op.MAX_KEY_BYTES,
+        f"krm1/0{p}/{t}/a/b",  # the same partition, spelt otherwise: not refused
+        f"krm1/ {p}/{t}/a/b",
     ]
     rows: list[tuple[bytes | None, bytes]] = [(good.encode(), raw)]
     rows += [(None if k is None else k.encode(), raw) for k in others]
+    rows.append((good.encode()[:-1] + b"\xff", raw))  # a key not UTF-8
+    others.append("(not UTF-8)")
     rows.append((good.encode(), raw[:-1] + b',"x":"\xff"}'))  # not UTF-8: dead, as before
     routed = _routed(spark, rows)
     (bucket, owner), = routed[0]  # fmt: skip
