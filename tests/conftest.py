@@ -25,7 +25,7 @@ from tests import background
 from tests.dev.lab.helpers import heal, run_lab
 
 #: Fixtures shared by the packages' tests: the real Prometheus/Alertmanager binaries, the
-#: local SparkSession and the streaming tests' own lab.
+#: local SparkSession and the Spark tests' view of the session lab (``kafka_lab``).
 pytest_plugins = ["tests.promtools", "tests.spark_fixtures"]
 
 PINNED = "MONITOR_LAB_TEST_BASE_PORT" in os.environ

@@ -1,4 +1,4 @@
-"""Fixtures of the Spark tests: one local SparkSession for the whole session, and a lab.
+"""Fixtures of the Spark tests: one local SparkSession for the whole session, and the lab.
 
 The session is built by ``streaming.session.build_session`` (the job's own settings:
 RocksDB state store, the venv's Python on workers, the Kafka connector jars), so the tests
@@ -24,34 +24,30 @@ def spark() -> Iterator[Any]:
         session.stop()
 
 
-# --- the real Kafka lab (own ports and folder, always stopped) ---------------------------------
+# --- the real Kafka lab: the session's (tests/conftest.py) -----------------------------------
 
-import os  # noqa: E402
 import uuid  # noqa: E402
 
 
 @pytest.fixture(scope="session")
-def kafka_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """A 3-broker KRaft lab on base port 31092 or the next free block, reserved with a lock
-    (``monitor.dev.lab.ports``; env MONITOR_TEST_STREAMING_LAB_PORT pins it)."""
-    from monitor.dev.lab.cluster import Lab
-    from monitor.dev.lab.config import LabConfig
-    from monitor.dev.lab.ports import reserve_base_port
+def kafka_lab(lab_session: Any) -> Any:
+    """The session lab (tests/conftest.py), every broker healthy at first use. One lab for
+    the whole suite: a second one cost its start and three more brokers' idle CPU (~2 CPU-s
+    a minute each on the lab's fast heartbeats) for half the run."""
+    from tests.dev.lab.helpers import heal
 
-    env = os.environ.get("MONITOR_TEST_STREAMING_LAB_PORT")
-    with reserve_base_port(int(env) if env else 31092, tries=1 if env else 20) as port:
-        lab = Lab(LabConfig(dir=tmp_path_factory.mktemp("streaming-lab"), base_port=port))
-        try:
-            lab.up()
-            yield lab
-        finally:
-            lab.down()
+    heal(lab_session)
+    return lab_session
 
 
 @pytest.fixture
 def topics(kafka_lab: Any) -> dict[str, str]:
-    """Fresh events / findings / dead-letter topics for one test."""
+    """Fresh events / findings / dead-letter topics for one test, on a healed lab (a test
+    before may have stopped a broker)."""
     from monitor.dev.lab.admin import create_topic
+    from tests.dev.lab.helpers import heal
+
+    heal(kafka_lab)
 
     tag = uuid.uuid4().hex[:8]
     names = {
