@@ -37,7 +37,13 @@ TEST_BASE_PORT = int(os.environ.get("MONITOR_LAB_TEST_BASE_PORT", "29092"))
 _MATRIX_S: dict[str, float] = defaultdict(float)
 
 
+#: Wall time of each test file: its tests' setups, calls and teardowns (module fixtures
+#: included) -- the CI budget's ledger (docs/benchmarks.md, "The test suite's wall time").
+_FILE_S: dict[str, float] = defaultdict(float)
+
+
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    _FILE_S[report.nodeid.split("::", 1)[0]] += report.duration
     if "test_collector_lab.py::" in report.nodeid and report.nodeid.endswith("]"):
         _MATRIX_S[report.nodeid.rsplit("[", 1)[1][:-1]] += report.duration
 
@@ -46,6 +52,12 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if _MATRIX_S:
         times = ", ".join(f"{k} {v:.0f} s" for k, v in _MATRIX_S.items())
         terminalreporter.write_line(f"version matrix wall time: {times}")
+    if _FILE_S:
+        top = sorted(_FILE_S.items(), key=lambda kv: -kv[1])[:15]
+        total = sum(_FILE_S.values())
+        terminalreporter.write_line(f"wall time by test file (of {total:.0f} s):")
+        for name, secs in top:
+            terminalreporter.write_line(f"  {secs:7.1f} s  {name}")
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
