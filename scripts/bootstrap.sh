@@ -35,8 +35,8 @@ if [ ! -f "$stamp" ]; then
   step "installing pinned dependencies (requirements.lock) and the package"
   .venv/bin/pip install --disable-pip-version-check --progress-bar off -q --upgrade pip
   # --require-hashes: every file must match the lock's hashes (scripts/lock.py writes them).
-  # --no-compile: modules are compiled on first import, not all at install (pyspark ships
-  # thousands, its own test suites among them, that nothing here imports).
+  # --no-compile: modules are compiled on first import, not all at install (all ~6,400 of
+  # them: 38 CPU-s on a 2-core test machine, docs/benchmarks.md; most never imported).
   .venv/bin/pip install --disable-pip-version-check --progress-bar off --require-hashes \
     --no-compile -r requirements.lock
   .venv/bin/pip install --disable-pip-version-check -q --no-deps -e .

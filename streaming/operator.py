@@ -72,7 +72,9 @@ import msgspec
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
 from monitor.contract.events import (
+    CLUSTER_MAX_LENGTH,
     PARTITION_KEY_PREFIX,
+    TOPIC_MAX_LENGTH,
     ReplicaSample,
     parse_event,
     partition_key,
@@ -186,9 +188,10 @@ RECORD_OWNER, RECORD_OTHER = "T", "F"
 #: (:data:`monitor.contract.events.PARTITION_KEY_PREFIX`), owned, and refused unless the
 #: record is that partition's (:func:`_key_reason`).
 RECORD_KEYED = "K"
-#: The longest key the job routes by (a prefix, a partition number, a topic of at most 249
-#: and a cluster of at most 256 characters, UTF-8): a longer one cannot be a partition's.
-MAX_KEY_BYTES = len(PARTITION_KEY_PREFIX) + 10 + 1 + 249 + 1 + 4 * 256
+#: The longest key the job routes by (the prefix, a partition number of at most 10 digits,
+#: the longest topic name (ASCII) and cluster name (UTF-8, up to 4 bytes a character) the
+#: contract accepts): a longer one cannot be a partition's.
+MAX_KEY_BYTES = len(PARTITION_KEY_PREFIX) + 10 + 1 + TOPIC_MAX_LENGTH + 1 + 4 * CLUSTER_MAX_LENGTH
 KIND_CODES: dict[str, str] = {
     "topic_config": "t",
     "topic_deleted": "d",

@@ -32,8 +32,8 @@ import uuid  # noqa: E402
 @pytest.fixture(scope="session")
 def kafka_lab(lab_session: Any) -> Any:
     """The session lab (tests/conftest.py), every broker healthy at first use. One lab for
-    the whole suite: a second one cost its start and three more brokers' idle CPU (~2 CPU-s
-    a minute each on the lab's fast heartbeats) for half the run."""
+    the whole suite: a second one cost its start and three more brokers' idle CPU (1-3 CPU-s
+    a minute each on the lab's fast heartbeats: docs/benchmarks.md) for half the run."""
     from tests.dev.lab.helpers import heal
 
     heal(lab_session)

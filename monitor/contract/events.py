@@ -67,13 +67,13 @@ INT32_MAX = 2**31 - 1
 Offset = Annotated[int, Field(ge=0, le=INT64_MAX)]
 BrokerId = Annotated[int, Field(ge=0, le=INT32_MAX)]
 Millis = Annotated[int, Field(ge=0, le=INT64_MAX, description="ms since the Unix epoch, UTC")]
-# Kafka's legal topic names: at most 249 of [a-zA-Z0-9._-].
 #: Kafka's legal topic names and topic ids: the contract's patterns and lengths (the
 #: collector's fast path checks values with the same ones, :mod:`monitor.collector.build`).
 TOPIC_PATTERN, TOPIC_MAX_LENGTH = r"^[a-zA-Z0-9._-]+$", 249
 TOPIC_ID_PATTERN, TOPIC_ID_LENGTH = r"^[A-Za-z0-9_-]+$", 22
 TopicName = Annotated[str, Field(min_length=1, max_length=TOPIC_MAX_LENGTH, pattern=TOPIC_PATTERN)]
-ClusterName = Annotated[str, Field(min_length=1, max_length=256)]
+CLUSTER_MAX_LENGTH = 256
+ClusterName = Annotated[str, Field(min_length=1, max_length=CLUSTER_MAX_LENGTH)]
 # Kafka's topic id: a UUID as Kafka prints it (base64url, no padding: 22 characters).
 TopicId = Annotated[
     str,

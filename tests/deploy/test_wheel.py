@@ -39,8 +39,8 @@ class Venv:
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
         self.env["MONITOR_CACHE"] = str(REPO / ".cache")
         self.env["MONITOR_SPARK_LOG_LEVEL"] = "ERROR"
-        # pip compiles every installed module to bytecode by default (pyspark's thousands,
-        # most never imported here); what runs is compiled on import instead.
+        # pip compiles every installed module to bytecode by default (most never imported
+        # here); what runs is compiled on import instead (docs/benchmarks.md).
         self.env["PIP_COMPILE"] = "0"
 
     def run(self, *argv: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
