@@ -44,9 +44,9 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from monitor.contract.events import EventError, parse_event, round_of, to_model
+from monitor.contract.events import EventError, parse_event, to_model
 from monitor.model import BrokerReport, TopicConfigReport, TopicDeleted
-from monitor.model.events import ModelRecord, PartitionMeta, ReplicaReport
+from monitor.model.events import ModelRecord, PartitionMeta, ReplicaReport, round_of
 from streaming.schema import RULES, FieldRule, Scalar
 
 #: The model's record of each kind (a ``partition`` record with samples: a PartitionRound).

@@ -19,7 +19,6 @@ monitor.contract.events.EventError: broker: field required; alive: field require
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
@@ -28,10 +27,10 @@ from monitor.model.events import (
     BrokerReport,
     ModelRecord,
     PartitionMeta,
-    PartitionRound,
     ReplicaReport,
     TopicConfigReport,
     TopicDeleted,
+    round_of,
 )
 
 SCHEMA_VERSION = 1
@@ -304,30 +303,6 @@ def validate_event(
         return EVENT_ADAPTER.validate_python(data)
     except ValidationError as e:
         raise EventError(_reason(e)) from None
-
-
-def round_of(meta: PartitionMeta, samples: Iterable[Any]) -> PartitionRound:
-    """A round record's model record: its metadata and one report per sample (any objects
-    with :class:`ReplicaSample`'s attributes), stamped with the record's ``observed_at``
-    where a sample has none of its own. (A loop, not a generator: the Spark job's workers
-    make one per partition per round.)"""
-    c, at, topic, part, report = (
-        meta.cluster,
-        meta.observed_at,
-        meta.topic,
-        meta.partition,
-        ReplicaReport,
-    )
-    reports = []
-    for s in samples:
-        s_at = s.observed_at
-        reports.append(
-            report(
-                c, at if s_at is None else s_at, topic, part, s.broker, s.log_end_offset,
-                s.log_start_offset, s.high_watermark, s.fetch_lag,
-            )
-        )  # fmt: skip
-    return PartitionRound(meta, tuple(reports))
 
 
 def to_model(

@@ -22,6 +22,7 @@ integer milliseconds since the Unix epoch, taken from the events themselves.
 from __future__ import annotations
 
 import copyreg
+from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -198,6 +199,37 @@ class PartitionRound:
 
     def events(self) -> tuple[ReplicaReport | PartitionMeta, ...]:
         return (*self.samples, self.meta)
+
+
+def round_of(meta: PartitionMeta, samples: Iterable[Any]) -> PartitionRound:
+    """A round record's model record: its metadata and one report per sample (any objects
+    with the contract's ``ReplicaSample`` attributes: ``broker``, ``log_end_offset``,
+    ``log_start_offset``, ``high_watermark``, ``fetch_lag``, ``observed_at``), stamped with
+    the metadata's ``observed_at`` where a sample has none of its own. Here, in the model,
+    so that it is compiled with it: the Spark job's workers make one per partition per
+    round (a loop over three samples cost ~3 µs interpreted).
+
+    >>> meta = PartitionMeta("c", 20, "t", 0, 1, 3, (1, 2), (1, 2))
+    >>> class S:
+    ...     broker, log_end_offset, log_start_offset = 2, 100, 0
+    ...     high_watermark = fetch_lag = observed_at = None
+    >>> [(r.broker, r.observed_at, r.log_end_offset) for r in round_of(meta, [S()]).samples]
+    [(2, 20, 100)]
+    """
+    c = meta.cluster
+    at = meta.observed_at
+    topic = meta.topic
+    part = meta.partition
+    reports: list[ReplicaReport] = []
+    for s in samples:
+        s_at = s.observed_at
+        reports.append(
+            ReplicaReport(
+                c, at if s_at is None else s_at, topic, part, s.broker, s.log_end_offset,
+                s.log_start_offset, s.high_watermark, s.fetch_lag,
+            )
+        )  # fmt: skip
+    return PartitionRound(meta, tuple(reports))
 
 
 ModelEvent = PartitionMeta | ReplicaReport | TopicConfigReport | TopicDeleted | BrokerReport
