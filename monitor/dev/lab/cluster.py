@@ -50,6 +50,11 @@ __all__ = [
 
 Progress = Callable[[str], None]
 
+#: In ``down``, how long the last node standing gets once the others have exited (it cannot
+#: finish a controlled shutdown; it gave up ~5 s later on its own, a cost every lab's
+#: ``down`` paid -- each lab test's teardown among them).
+LAST_NODE_GRACE_S = 1.0
+
 
 def _print_progress(message: str) -> None:
     print(f"[lab] {message}", flush=True)
@@ -254,13 +259,16 @@ class Lab:
 
         All nodes get SIGTERM at once. The last node standing can never finish a controlled
         shutdown (its controller has lost the KRaft quorum, so nobody can acknowledge it),
-        so the grace period here is short (``down_timeout_s``) before SIGKILL; the next
+        so the grace period here is short (``down_timeout_s``) before SIGKILL, and shorter
+        for the last node once the others are gone (:data:`LAST_NODE_GRACE_S`); the next
         `up` recovers the logs, which for lab-sized data takes well under a second.
         """
         pids = {n: p for n in self.node_ids if (p := self.pid(n)) is not None}
         if pids:
             self._say(f"stopping brokers {sorted(pids)} (pids {sorted(pids.values())})")
-            self._nodes.terminate(pids, timeout or self.config.down_timeout_s)
+            self._nodes.terminate(
+                pids, timeout or self.config.down_timeout_s, last_grace=LAST_NODE_GRACE_S
+            )
         if self.config.zookeeper and (zk := self.pid(0)) is not None:
             self._say(f"stopping ZooKeeper (pid {zk})")  # last: the brokers' sessions end
             self._nodes.terminate({0: zk}, timeout or self.config.down_timeout_s)

@@ -182,16 +182,33 @@ class Nodes:
             time.sleep(0.1)
         return self.pid(node) != pid
 
-    def terminate(self, pids: dict[int, int], timeout: float) -> None:
-        """SIGCONT + SIGTERM every pid, wait, then SIGKILL the stragglers."""
+    def terminate(
+        self, pids: dict[int, int], timeout: float, last_grace: float | None = None
+    ) -> None:
+        """SIGCONT + SIGTERM every pid, wait up to ``timeout``, then SIGKILL the stragglers.
+
+        ``last_grace``: once all but one have exited, the last gets at most that much longer.
+        (A whole lab's last node cannot finish a controlled shutdown -- its controller has
+        lost the quorum -- and gave up only ~5 s later; the others were gone in under a
+        second. Measured on a 3-broker lab: 6.0 s to down, ~1.7 s with a 1 s grace.)"""
         for node, pid in pids.items():
             if self.pid(node) == pid:
                 os.kill(pid, signal.SIGCONT)  # a stopped JVM cannot act on SIGTERM
                 os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + timeout
+        started = time.monotonic()
+        deadline = started + timeout
+        if last_grace is not None and len(pids) > 1:
+            while time.monotonic() < deadline:
+                left = [n for n, p in pids.items() if self.pid(n) == p]
+                if len(left) <= 1:
+                    if left:
+                        deadline = min(deadline, time.monotonic() + last_grace)
+                    break
+                time.sleep(0.1)
         for node, pid in pids.items():
             if not self.wait_gone(node, pid, max(0.1, deadline - time.monotonic())):
-                self.say(f"broker {node} (pid {pid}) ignored SIGTERM for {timeout:.0f}s: SIGKILL")
+                waited = time.monotonic() - started
+                self.say(f"broker {node} (pid {pid}) still up {waited:.1f}s after SIGTERM: SIGKILL")
                 if self.pid(node) == pid:
                     os.kill(pid, signal.SIGKILL)
                 if not self.wait_gone(node, pid, 10.0):
