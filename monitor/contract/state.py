@@ -328,6 +328,7 @@ def _converter(tp: Any, name: str = "") -> Callable[[Any], Any]:
     tp, nullable = _unwrap(tp)
     if typing.get_origin(tp) is Annotated:
         tp = typing.get_args(tp)[0]  # Int32 -> int
+    missing: Any
     if nullable:
         missing = None
     elif _is_tuple(tp):
