@@ -1,12 +1,13 @@
 """``monitor soak``, shortened for CI: the whole stack (lab, monitor cluster, collector as a
 child process, the Spark job, Prometheus, Alertmanager) through one lab fault (a paused
-follower), with every fault of the monitor itself striking once while its conditions are open
-(SIGKILL of the job mid-batch, a crash of the events topic's broker, SIGKILL of the collector,
-a Prometheus restart). The lab faults' rotation (five kinds) is the 30-minute soak's;
-``tests/dev/test_soak_plan.py`` checks each kind's plan without a cluster. Asserts on ``soak.json``: the findings
-match the faults one to one, no finding outside a fault window, no alert firing in a quiet
-window, no finding id written twice with different content, every component came back, and
-RSS was sampled for the job's process group and the collector (the collector's judged flat)."""
+follower), with every fault of the monitor itself striking once while its conditions are
+open (SIGKILL of the job mid-batch, a crash of the events topic's broker, SIGKILL of the
+collector, a Prometheus restart). The lab faults' rotation (five kinds) is the 30-minute
+soak's; ``tests/dev/test_soak_plan.py`` checks each kind's plan without a cluster. Asserts
+on ``soak.json``: the findings match the faults one to one, no finding outside a fault
+window, no alert firing in a quiet window, no finding id written twice with different
+content, every component came back, and RSS was sampled for the job's process group and the
+collector (the collector's judged flat)."""
 
 from __future__ import annotations
 
