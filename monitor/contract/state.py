@@ -358,12 +358,16 @@ def _converter(tp: Any, name: str = "") -> Callable[[Any], Any]:
     elif tp is int:
         convert = int
     else:
-        return lambda raw: missing if raw is None else raw
+        convert = _as_is
 
     def read(raw: Any) -> Any:
         return missing if raw is None else convert(raw)
 
     return read
+
+
+def _as_is(raw: Any) -> Any:
+    return raw
 
 
 #: A NOT NULL column that an old or synthetic row left out: offsets and times unknown (-1),
@@ -397,8 +401,8 @@ def _replace(view: PartitionView, **changes: Any) -> PartitionView:
 @functools.cache
 def _hints(cls: type) -> dict[str, Any]:
     """The field types of ``cls``, resolved once per class: ``typing.get_type_hints``
-    compiles every annotation's string again on each call (~1.5 ms a partition's row, the
-    whole of reading 100k rows' views)."""
+    compiles every annotation's string again on each call (with the types worked out per
+    value, ~1 ms a partition's row: ``bench.store_read_bench``, docs/benchmarks.md)."""
     return typing.get_type_hints(cls, include_extras=True)
 
 

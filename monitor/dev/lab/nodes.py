@@ -187,10 +187,8 @@ class Nodes:
     ) -> None:
         """SIGCONT + SIGTERM every pid, wait up to ``timeout``, then SIGKILL the stragglers.
 
-        ``last_grace``: once all but one have exited, the last gets at most that much longer.
-        (A whole lab's last node cannot finish a controlled shutdown -- its controller has
-        lost the quorum -- and gave up only ~5 s later; the others were gone in under a
-        second. Measured on a 3-broker lab: 6.0 s to down, ~1.7 s with a 1 s grace.)"""
+        ``last_grace``: once all but one have exited, the last gets at most that much longer
+        (``Lab.down``: :data:`monitor.dev.lab.cluster.LAST_NODE_GRACE_S` says why)."""
         for node, pid in pids.items():
             if self.pid(node) == pid:
                 os.kill(pid, signal.SIGCONT)  # a stopped JVM cannot act on SIGTERM
