@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from monitor.dev.demo import loss_verdict
+from monitor.dev.demo.verdict import held_ranges
 from monitor.model import Finding, FindingKind, FindingState, Severity
 
 
@@ -33,30 +34,34 @@ def loss(lost_from: int, lost_to: int, held_to: int, basis: str) -> Finding:
     )
 
 
-# (findings, committed, held, seen, after, consumer_lost) -> (verdict word, passes)
+# (findings, committed, held, seen, after, consumer_lost, unacked) -> (verdict word, passes)
 CASES = [
     # 1. Exact: the consumer misses the 500 held offsets and 40 acknowledged after the sample.
-    ([loss(1000, 1400, 1500, "epoch")], 400, 500, 500, 40, 540, "consistent", True),
-    # 2. Exact within the 2 % slack (3 acknowledgements died with the leader unlogged).
-    ([loss(1000, 1400, 1500, "epoch")], 400, 500, 497, 40, 537, "consistent", True),
+    ([loss(1000, 1400, 1500, "epoch")], 400, 500, 500, 40, 540, 0, "consistent", True),
+    # 2. Exact: 18 offsets of the range were never acknowledged (their answers died with the
+    #    leader): counted from the ack log, not allowed as a percentage.
+    ([loss(1000, 1400, 1500, "epoch")], 400, 500, 482, 40, 522, 18, "consistent", True),
+    # 2b. The same 18 offsets acknowledged and still read by the consumer: an over-report.
+    ([loss(1000, 1400, 1500, "epoch")], 400, 500, 482, 40, 522, 0, "INCONSISTENT", False),
     # 3. The findings call the count exact (epoch record), yet the consumer misses 7 more
     #    below the range: an under-report the monitor did not admit -> fail.
-    ([loss(1000, 1400, 1500, "epoch")], 400, 500, 500, 40, 547, "UNDER-REPORTED", False),
+    ([loss(1000, 1400, 1500, "epoch")], 400, 500, 500, 40, 547, 0, "UNDER-REPORTED", False),
     # 4. Judged on a LEO sample (no epoch record ever arrived), 7 below: admitted by the
     #    findings, and within the bound max(5, 400 // 50) = 8 -> passes.
-    ([loss(1000, 1400, 1500, "before")], 400, 500, 500, 40, 547, "UNDER-REPORTED", True),
+    ([loss(1000, 1400, 1500, "before")], 400, 500, 500, 40, 547, 0, "UNDER-REPORTED", True),
     # 5. The issue's case: 1 offset reported, a consumer lost 500 below it -> fail, even
     #    with incomplete evidence.
-    ([loss(1499, 1500, 1500, "before")], 1, 1, 1, 0, 501, "UNDER-REPORTED", False),
+    ([loss(1499, 1500, 1500, "before")], 1, 1, 1, 0, 501, 0, "UNDER-REPORTED", False),
     # 6. Over-report: the monitor says 500 held and lost, the consumer reads 400 of them.
-    ([loss(1000, 1400, 1500, "epoch")], 400, 500, 100, 0, 100, "INCONSISTENT", False),
+    ([loss(1000, 1400, 1500, "epoch")], 400, 500, 100, 0, 100, 0, "INCONSISTENT", False),
     # 7. No loss reported although the consumer lost records.
-    ([], 0, 0, 0, 0, 5, "UNDER-REPORTED", False),
+    ([], 0, 0, 0, 0, 5, 0, "UNDER-REPORTED", False),
 ]
 
 
 @pytest.mark.parametrize(
-    ("findings", "committed", "held", "seen", "after", "lost", "word", "passes"), CASES
+    ("findings", "committed", "held", "seen", "after", "lost", "unacked", "word", "passes"),
+    CASES,
 )
 def test_loss_verdict(
     findings: list[Finding],
@@ -65,9 +70,19 @@ def test_loss_verdict(
     seen: int,
     after: int,
     lost: int,
+    unacked: int,
     word: str,
     passes: bool,
 ) -> None:
-    verdict, ok = loss_verdict(findings, committed, held, seen, after, lost)
+    verdict, ok = loss_verdict(findings, committed, held, seen, after, lost, unacked)
     assert verdict.split(":")[0].split(" ")[0] == word, verdict
     assert ok is passes, verdict
+
+
+def test_the_held_range_tops_at_the_committed_hw_when_it_is_newer_than_the_leo_sample() -> None:
+    """The demo once took the old leader's LEO sample (10974) as the top while the HW it was
+    last seen with was 10978: the 4 lost offsets between were called acknowledged "after"
+    its last sample, and the verdict failed a report that was exact."""
+    f = loss(10348, 10978, 10974, "epoch")
+    f.details["old_leader_offsets_lost"] = 630  # max(leader_before_leo, lost_to) - lost_from
+    assert held_ranges([f]) == [(10348, 10978)]

@@ -57,7 +57,7 @@ class Demo:
         from monitor.dev.lab.admin import create_topic, elect_leader
         from monitor.dev.lab.cluster import Lab
         from monitor.dev.lab.config import LabConfig
-        from monitor.dev.lab.load import produce, verify
+        from monitor.dev.lab.load import produce, read_ack_log, verify
         from monitor.dev.lab.ports import reserve_base_port
 
         # A fresh cluster every time: the incident must start from a healthy, empty topic.
@@ -167,7 +167,8 @@ class Demo:
                 Incident(self.view, self.short).play(lab, elect_leader)
                 report = verify(lab.bootstrap_servers, TOPIC, self.acks, settle_s=5)
                 summary = Summary(self.workdir, self.view, self.stream)
-                return summary.report(report.partitions[0].lost, hook)
+                acked = {e.offset for e in read_ack_log(self.acks, TOPIC) if e.partition == 0}
+                return summary.report(report.partitions[0].lost, acked, hook)
             finally:
                 self._stop.set()
                 if collector is not None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from monitor.contract.state import PartitionView
 from monitor.dev.demo.incident import ALERT_FAULT, TOPIC
 from monitor.dev.demo.live import LiveView
-from monitor.dev.demo.verdict import loss_verdict
+from monitor.dev.demo.verdict import held_ranges, loss_verdict
 from monitor.dev.processes.prom import WebhookReceiver
 from monitor.dev.processes.stream import StreamProcess
 from monitor.model import FindingKind
@@ -32,8 +32,11 @@ class Summary:
         self.stream = stream
         self.say = view.say
 
-    def report(self, lost_offsets: list[int], hook: WebhookReceiver) -> int:
-        """Prints the summary, writes its files; 0 if the loss verdict passes."""
+    def report(self, lost_offsets: list[int], acked: set[int], hook: WebhookReceiver) -> int:
+        """Prints the summary, writes its files; 0 if the loss verdict passes.
+
+        ``lost_offsets``: the victim partition's acknowledged offsets whose record is gone;
+        ``acked``: every offset of it the producer saw acknowledged (its ack log)."""
         view = self.view
         findings = [f for f in view.findings if f.topic == TOPIC]
         loss = [f for f in findings if f.kind == K.COMMITTED_DATA_LOSS]
@@ -41,14 +44,14 @@ class Summary:
         held = sum(int(f.details["old_leader_offsets_lost"]) for f in loss)
         consumer_lost = len(lost_offsets)
         # The consumer's lost offsets, split at what the monitor last saw of the old leader:
-        # [new leader's LEO, old leader's last sampled LEO) is what the monitor reports as
-        # held and lost; offsets above were acknowledged (acks=1) after its last sample,
-        # which no sampling monitor can see.
-        ranges = [
-            (int(f.details["new_leader_leo"]), int(f.details["leader_before_leo"])) for f in loss
-        ]
+        # the held ranges are what the monitor reports as held and lost; offsets above were
+        # acknowledged (acks=1) after its last sample, which no sampling monitor can see.
+        ranges = held_ranges(loss)
         seen = sum(1 for o in lost_offsets if any(lo <= o < hi for lo, hi in ranges))
         after = sum(1 for o in lost_offsets if all(o >= hi for _lo, hi in ranges))
+        # Offsets of the range the old leader appended but never answered for (its answer
+        # died with it): lost, but no acknowledged write among them.
+        unacked = sum(1 for lo, hi in ranges for o in range(lo, hi) if o not in acked)
         # Pages reach the webhook after Alertmanager's group_wait: give them a moment.
         deadline = time.monotonic() + 30
         awaited = {"committed_data_loss", "unclean_election"}
@@ -83,7 +86,8 @@ class Summary:
         self.say(f"   held by the old leader at its last sample, not by the new one:  {held}")
         self.say(
             f"   of the consumer's {consumer_lost}: {seen} in the range the monitor reported, "
-            f"{after} acknowledged after its last sample of the old leader"
+            f"{after} acknowledged after its last sample of the old leader; "
+            f"{unacked} offsets of the range were never acknowledged"
         )
         plot = self.workdir / "explain-orders-0.png"
         self.plot(plot)
@@ -97,7 +101,7 @@ class Summary:
             ph.name: {k: round(t - ph.started, 1) for k, t in ph.detected.items()}
             for ph in view.phases[1:]
         }
-        verdict, ok = loss_verdict(loss, committed, held, seen, after, consumer_lost)
+        verdict, ok = loss_verdict(loss, committed, held, seen, after, consumer_lost, unacked)
         (self.workdir / "summary.json").write_text(
             json.dumps(
                 {
@@ -110,6 +114,7 @@ class Summary:
                     "held_by_old_leader": held,
                     "consumer_lost_in_reported_range": seen,
                     "consumer_lost_after_last_sample": after,
+                    "reported_range_never_acknowledged": unacked,
                     "consumer_lost_below_reported_range": consumer_lost - seen - after,
                     "store_finding_kinds": sorted(stored),
                     # "consistent", or why not; and what each loss was judged on.
