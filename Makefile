@@ -7,7 +7,7 @@ setup:
 	scripts/bootstrap.sh
 
 demo: setup
-	.venv/bin/monitor demo
+	MONITOR_SPARK_CDS_ARCHIVE=$(CURDIR)/.cache/cds/spark-driver.jsa .venv/bin/monitor demo
 
 test: setup
 	scripts/test.sh

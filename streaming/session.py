@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from streaming.cds import driver_java_options
+
 #: Settings the stateful operator needs, with why.
 JOB_SPARK_CONF: dict[str, str] = {
     # transformWithStateInPandas runs only on the RocksDB state store.
@@ -64,6 +66,10 @@ def build_session(
     }
     if jars:
         settings["spark.jars"] = ",".join(jars)
+    archive = driver_java_options()  # the driver's class-data sharing archive, if built
+    if archive:
+        given = settings.get("spark.driver.extraJavaOptions", "")
+        settings["spark.driver.extraJavaOptions"] = f"{given} {archive}".strip()
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()

@@ -1,0 +1,141 @@
+"""A class-data sharing (CDS) archive for the Spark driver's JVM.
+
+A Spark driver loads ~15k classes from pyspark's jars at start, and the JVM parses and
+verifies each one: measured here (``bench.spark_start_bench``), a local session's start and
+first query cost ~35 CPU-seconds of the driver JVM on a loaded 2-core machine, about half of
+it class loading. A dynamic CDS archive (JDK 13+, ``-XX:ArchiveClassesAtExit`` at a clean
+exit, ``-XX:SharedArchiveFile`` after) holds those classes parsed and verified, mapped into
+every later driver: the job restarts sooner after a crash, and the test suite's dozens of
+drivers each start for about half the CPU.
+
+Off unless ``MONITOR_SPARK_CDS_ARCHIVE`` names an archive built by
+``python -m streaming.cds build PATH`` for this interpreter's pyspark and this ``java``
+(``make setup`` builds ``.cache/cds/spark-driver.jsa``; ``make test`` and ``make demo`` use
+it). The archive records the JVM and the classpath it was built with; a sidecar file
+(``PATH.key``) holds their fingerprint, and a driver whose fingerprint differs (another
+pyspark, another JDK, a ``SPARK_CONF_DIR`` that changes the classpath) runs without the
+archive rather than with the JVM's mismatch warning. Only classes of the JVM's own class
+loaders are archived: the Kafka connector (``spark.jars``) loads as before.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+#: The environment variable naming the archive (unset: no archive).
+ENV = "MONITOR_SPARK_CDS_ARCHIVE"
+
+
+def fingerprint() -> str:
+    """What the archive must have been built with: the ``java`` that runs (its real path
+    and size), pyspark's jars (names and sizes: the classpath and its content) and the
+    Spark configuration folder (another one is another classpath)."""
+    import pyspark
+
+    java_home = os.environ.get("JAVA_HOME")
+    java = Path(java_home, "bin", "java") if java_home else shutil.which("java")
+    parts = []
+    if java:
+        real = Path(java).resolve()
+        parts.append(f"java {real} {real.stat().st_size if real.exists() else -1}")
+    jars = Path(pyspark.__file__).parent / "jars"
+    parts.append(f"jars {jars.resolve()}")  # the classpath names the folder
+    parts.extend(f"{p.name} {p.stat().st_size}" for p in sorted(jars.glob("*.jar")))
+    parts.append(f"conf {os.environ.get('SPARK_CONF_DIR', '')}")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def driver_java_options() -> str | None:
+    """``-XX:SharedArchiveFile=...`` when ``MONITOR_SPARK_CDS_ARCHIVE`` names an archive built
+    for this pyspark and this JVM, else None (no archive: the driver starts as without).
+
+    >>> os.environ.pop(ENV, None) and None
+    >>> driver_java_options() is None
+    True
+    """
+    path = os.environ.get(ENV)
+    if not path:
+        return None
+    archive = Path(path)
+    key = archive.with_name(archive.name + ".key")
+    if not archive.is_file() or not key.is_file():
+        return None
+    if key.read_text().strip() != fingerprint():
+        return None
+    return f"-XX:SharedArchiveFile={archive}"
+
+
+def build(path: Path, timeout_s: float = 600) -> Path:
+    """Build the archive at ``path`` (and its ``.key``): a driver runs the warm-up
+    (``streaming.cds_warmup``) with ``-XX:ArchiveClassesAtExit`` in a child process; the
+    archive is moved into place once the JVM has exited (it writes the archive as it exits)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
+    env = {
+        **os.environ,
+        "MONITOR_SPARK_CDS_DUMP_OPTIONS": f"-XX:ArchiveClassesAtExit={partial}",
+        "MONITOR_SPARK_LOG_LEVEL": "ERROR",
+    }
+    env.pop(ENV, None)
+    proc = subprocess.run(
+        [sys.executable, "-m", "streaming.cds_warmup"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        check=False,
+    )
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("jvm ")]
+    if proc.returncode != 0 or not lines:
+        raise RuntimeError(
+            f"building the CDS archive {path}: the warm-up driver failed "
+            f"(exit {proc.returncode}): {proc.stderr[-2000:]}"
+        )
+    jvm = int(lines[-1].split()[1])
+    deadline = time.monotonic() + timeout_s
+    while Path(f"/proc/{jvm}").exists():  # still writing the archive
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"building the CDS archive {path}: the JVM {jvm} did not exit")
+        time.sleep(0.2)
+    if not partial.is_file() or partial.stat().st_size == 0:
+        raise RuntimeError(f"building the CDS archive {path}: the JVM wrote no archive")
+    partial.replace(path)
+    path.with_name(path.name + ".key").write_text(fingerprint() + "\n")
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m streaming.cds",
+        description="Build the Spark driver's class-data sharing archive (see the module).",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    b = sub.add_parser("build", help="build PATH unless it is already built for this setup")
+    b.add_argument("path", type=Path)
+    b.add_argument("--force", action="store_true", help="build even if up to date")
+    args = parser.parse_args(argv)
+    key = args.path.with_name(args.path.name + ".key")
+    if (
+        not args.force
+        and args.path.is_file()
+        and key.is_file()
+        and key.read_text().strip() == fingerprint()
+    ):
+        print(f"{args.path}: up to date")
+        return 0
+    started = time.monotonic()
+    build(args.path)
+    size = args.path.stat().st_size / 1e6
+    print(f"{args.path}: built in {time.monotonic() - started:.0f} s ({size:.0f} MB)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
