@@ -155,6 +155,14 @@ class LabConfig(BaseModel):
     extra_broker_config: dict[str, str] = Field(
         default_factory=dict, description="server.properties overrides (applied last)"
     )
+    class_sharing: bool = Field(
+        True,
+        description=(
+            "share Kafka's parsed classes between broker starts: a JVM class-data sharing "
+            "archive per JVM and classpath, written at a broker's first clean stop into "
+            "<cache>/cds/ (~5.5 -> 3.6 CPU-s a start)"
+        ),
+    )
     jmx_remote: bool = Field(
         False,
         description=(

@@ -18,9 +18,16 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from monitor import jars
 from monitor.dev.lab.config import LabConfig
 from monitor.dev.lab.errors import LabError
-from monitor.dev.lab.jvm import broker_command, node_marker, tail
+from monitor.dev.lab.jvm import (
+    broker_command,
+    class_archive,
+    keep_class_archive,
+    node_marker,
+    tail,
+)
 from monitor.dev.lab.ports import wait_ports_free
 from monitor.dev.lab.statefile import NodeState, StateFile
 
@@ -127,7 +134,15 @@ class Nodes:
         stdout = cfg.stdout_log(node).open("ab")
         try:
             child = subprocess.Popen(
-                broker_command(cfg, node, classpath, agent),
+                broker_command(
+                    cfg,
+                    node,
+                    classpath,
+                    agent,
+                    class_archive(jars.cache_root(), classpath, agent)
+                    if cfg.class_sharing
+                    else None,
+                ),
                 stdout=stdout,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
@@ -204,10 +219,13 @@ class Nodes:
                     break
                 time.sleep(0.1)
         for node, pid in pids.items():
-            if not self.wait_gone(node, pid, max(0.1, deadline - time.monotonic())):
+            clean = self.wait_gone(node, pid, max(0.1, deadline - time.monotonic()))
+            if not clean:
                 waited = time.monotonic() - started
                 self.say(f"broker {node} (pid {pid}) still up {waited:.1f}s after SIGTERM: SIGKILL")
                 if self.pid(node) == pid:
                     os.kill(pid, signal.SIGKILL)
                 if not self.wait_gone(node, pid, 10.0):
                     raise LabError(f"broker {node} (pid {pid}) survived SIGKILL")
+            if node != 0 and keep_class_archive(self.config, node, clean) is not None:
+                self.say(f"broker {node} wrote the brokers' class-data sharing archive")

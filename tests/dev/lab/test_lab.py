@@ -228,3 +228,20 @@ def test_admin_calls_retry_an_unknown_broker_id_with_a_new_client(lab: Lab) -> N
 
     with pytest.raises(LabError, match=f"creating {topic} failed: .*TopicAuthorization"):
         admin._retrying(lab.bootstrap_servers, 30, refused, f"creating {topic}")
+
+
+def test_a_broker_restarted_after_a_clean_stop_maps_the_class_archive(lab: Lab) -> None:
+    """Class-data sharing: a clean stop leaves (or finds) the brokers' archive, and the
+    restarted JVM maps it (monitor.dev.lab.jvm; ~5.2 -> 3.3 CPU-s a start,
+    bench.lab_start_bench)."""
+    from monitor import jars
+    from monitor.dev.lab.jvm import class_archive
+
+    lab.stop(3)
+    classpath = jars.kafka_classpath(lab.config.kafka_version)
+    archive = class_archive(jars.cache_root(), classpath, jars.jmx_agent_jar())
+    assert archive.is_file(), "no archive after a clean stop"
+    lab.start(3)
+    pid = lab.pid(3)
+    assert pid is not None
+    assert str(archive) in Path(f"/proc/{pid}/maps").read_text()

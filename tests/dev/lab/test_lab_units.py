@@ -192,3 +192,35 @@ def test_a_broker_whose_listener_does_not_answer_is_not_ready(
         readiness.wait_ready(nodes, [1, 2, 3], 0.0, lambda: "127.0.0.1:1")
     closed.clear()
     readiness.wait_ready(nodes, [1, 2, 3], 0.0, lambda: "127.0.0.1:1")  # all answer: ready
+
+
+def test_a_broker_writes_the_class_archive_once_and_keeps_it_only_after_a_clean_exit(
+    tmp_path: Path,
+) -> None:
+    """Class-data sharing (monitor.dev.lab.jvm): without an archive a broker is told to
+    write one at exit into its node folder; it is moved where later starts find it only
+    when the JVM exited by itself -- a JVM SIGKILLed mid-write leaves a partial file."""
+    from monitor.dev.lab.jvm import (
+        PARTIAL_ARCHIVE,
+        class_archive,
+        class_sharing_flags,
+        keep_class_archive,
+    )
+
+    config = LabConfig(dir=tmp_path / "lab")
+    config.node_dir(1).mkdir(parents=True)
+    archive = class_archive(tmp_path / "cache", "a.jar:b.jar", Path("agent.jar"))
+    assert archive != class_archive(tmp_path / "cache", "a.jar:c.jar", Path("agent.jar"))
+    partial = config.node_dir(1) / PARTIAL_ARCHIVE
+    writes = class_sharing_flags(config, 1, archive)
+    assert f"-XX:ArchiveClassesAtExit={partial}" in writes
+    partial.write_bytes(b"half")  # SIGKILLed while writing
+    assert keep_class_archive(config, 1, clean_exit=False) is None
+    assert not partial.exists() and not archive.exists()
+    class_sharing_flags(config, 1, archive)
+    partial.write_bytes(b"whole")  # exited on SIGTERM
+    assert keep_class_archive(config, 1, clean_exit=True) == archive
+    assert archive.read_bytes() == b"whole" and not partial.exists()
+    reads = class_sharing_flags(config, 1, archive)
+    assert f"-XX:SharedArchiveFile={archive}" in reads
+    assert "-XX:+AllowArchivingWithJavaAgent" in reads  # the exporter is a java agent
