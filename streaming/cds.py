@@ -76,6 +76,7 @@ def build(path: Path, timeout_s: float = 600) -> Path:
     """Build the archive at ``path`` (and its ``.key``): a driver runs the warm-up
     (``streaming.cds_warmup``) with ``-XX:ArchiveClassesAtExit`` in a child process; the
     archive is moved into place once the JVM has exited (it writes the archive as it exits)."""
+    path = path.resolve()
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
     env = {
