@@ -42,6 +42,32 @@ _MATRIX_S: dict[str, float] = defaultdict(float)
 _FILE_S: dict[str, float] = defaultdict(float)
 
 
+#: The machine's CPU-seconds (every process: the lab's JVMs, Spark, Prometheus, this one)
+#: spent while each test file's tests ran -- where the suite's CPU goes, beside its wall
+#: time (a test waiting on a timer costs wall time, not CPU; a 2-core box is CPU-bound).
+_FILE_CPU_S: dict[str, float] = defaultdict(float)
+
+
+def _machine_cpu_s() -> float:
+    """User + system CPU-seconds of every core since boot (/proc/stat), 0 where absent."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()[1:]
+    except OSError:
+        return 0.0
+    busy = sum(int(v) for v in fields[:3]) + sum(int(v) for v in fields[5:8])
+    return busy / os.sysconf("SC_CLK_TCK")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    before = _machine_cpu_s()
+    try:
+        return (yield)
+    finally:
+        _FILE_CPU_S[item.nodeid.split("::", 1)[0]] += _machine_cpu_s() - before
+
+
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     _FILE_S[report.nodeid.split("::", 1)[0]] += report.duration
     if "test_collector_lab.py::" in report.nodeid and report.nodeid.endswith("]"):
@@ -58,6 +84,13 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_line(f"wall time by test file (of {total:.0f} s):")
         for name, secs in top:
             terminalreporter.write_line(f"  {secs:7.1f} s  {name}")
+    if _FILE_CPU_S:
+        top = sorted(_FILE_CPU_S.items(), key=lambda kv: -kv[1])[:15]
+        total = sum(_FILE_CPU_S.values())
+        terminalreporter.write_line(f"machine CPU-seconds by test file (of {total:.0f}):")
+        for name, secs in top:
+            wall = _FILE_S.get(name, 0.0)
+            terminalreporter.write_line(f"  {secs:7.1f} CPU-s  {wall:7.1f} s  {name}")
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
