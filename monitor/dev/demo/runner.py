@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import shutil
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -167,7 +168,15 @@ class Demo:
                 Incident(self.view, self.short).play(lab, elect_leader)
                 report = verify(lab.bootstrap_servers, TOPIC, self.acks, settle_s=5)
                 summary = Summary(self.workdir, self.view, self.stream)
-                acked = {e.offset for e in read_ack_log(self.acks, TOPIC) if e.partition == 0}
+                # What the old leader acknowledged: the acks before it was killed (after
+                # the unclean election the new leader acknowledges the same offsets again).
+                killed = self.view.fault_times.get("kill", time.monotonic())
+                killed_at = time.time() - (time.monotonic() - killed)
+                acked = {
+                    e.offset
+                    for e in read_ack_log(self.acks, TOPIC)
+                    if e.partition == 0 and e.at < killed_at
+                }
                 return summary.report(report.partitions[0].lost, acked, hook)
             finally:
                 self._stop.set()

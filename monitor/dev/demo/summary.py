@@ -36,21 +36,22 @@ class Summary:
         """Prints the summary, writes its files; 0 if the loss verdict passes.
 
         ``lost_offsets``: the victim partition's acknowledged offsets whose record is gone;
-        ``acked``: every offset of it the producer saw acknowledged (its ack log)."""
+        ``acked``: every offset of it the old leader acknowledged (the ack log, before the
+        kill)."""
         view = self.view
         findings = [f for f in view.findings if f.topic == TOPIC]
         loss = [f for f in findings if f.kind == K.COMMITTED_DATA_LOSS]
         committed = sum(int(f.details["lost_count"]) for f in loss)
-        held = sum(int(f.details["old_leader_offsets_lost"]) for f in loss)
         consumer_lost = len(lost_offsets)
         # The consumer's lost offsets, split at what the monitor last saw of the old leader:
         # the held ranges are what the monitor reports as held and lost; offsets above were
         # acknowledged (acks=1) after its last sample, which no sampling monitor can see.
         ranges = held_ranges(loss)
+        held = sum(hi - lo for lo, hi in ranges)
         seen = sum(1 for o in lost_offsets if any(lo <= o < hi for lo, hi in ranges))
         after = sum(1 for o in lost_offsets if all(o >= hi for _lo, hi in ranges))
-        # Offsets of the range the old leader appended but never answered for (its answer
-        # died with it): lost, but no acknowledged write among them.
+        # Offsets of the ranges the old leader appended but never answered for (its answer
+        # was in flight when it died): lost, but no acknowledged write among them.
         unacked = sum(1 for lo, hi in ranges for o in range(lo, hi) if o not in acked)
         # Pages reach the webhook after Alertmanager's group_wait: give them a moment.
         deadline = time.monotonic() + 30

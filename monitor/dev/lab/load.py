@@ -44,6 +44,7 @@ class AckEntry:
     offset: int
     run: str
     seq: int
+    at: float = 0.0  # wall time (s) the acknowledgement arrived; 0 in logs from before it
 
     def value(self) -> bytes:
         return record_value(self.run, self.seq)
@@ -128,6 +129,7 @@ def produce(
                 if log_file is not None:
                     entry = {"topic": topic, "partition": part, "offset": offset, "run": run}
                     entry["seq"] = seq
+                    entry["at"] = round(time.time(), 3)
                     log_file.write(json.dumps(entry) + "\n")
 
     def on_error(exc: BaseException) -> None:
@@ -201,6 +203,7 @@ def read_ack_log(path: Path, topic: str | None = None) -> list[AckEntry]:
                 offset=int(data["offset"]),
                 run=str(data["run"]),
                 seq=int(data["seq"]),
+                at=float(data.get("at", 0.0)),
             )
         except (ValueError, KeyError, TypeError) as exc:
             # A producer killed mid-write can leave a torn last line; anything else is bad.
