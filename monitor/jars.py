@@ -67,6 +67,21 @@ def cache_root() -> Path:
     return root
 
 
+def java_identity(java: str | Path | None = None) -> str:
+    """Which JVM ``java`` (default: ``$JAVA_HOME/bin/java``, else the one on PATH) is: its
+    real path, and the size and time of its ``libjvm.so`` -- what a class-data sharing
+    archive is only valid for (a JDK update in place keeps the launcher, not libjvm)."""
+    if java is None:
+        home = os.environ.get("JAVA_HOME")
+        java = Path(home, "bin", "java") if home else shutil.which("java")
+    if not java:
+        return "no java"
+    real = Path(java).resolve()
+    libjvm = real.parent.parent / "lib" / "server" / "libjvm.so"
+    stat = libjvm.stat() if libjvm.is_file() else None
+    return f"{real} {stat.st_size if stat else -1} {stat.st_mtime_ns if stat else -1}"
+
+
 def maven_repo() -> Path:
     """The private Maven repository (``-Dmaven.repo.local``), reused across runs."""
     return cache_root() / "m2"

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -32,36 +31,40 @@ from pathlib import Path
 #: The environment variable naming the archive (unset: no archive).
 ENV = "MONITOR_SPARK_CDS_ARCHIVE"
 
+#: What Spark's launcher reads from the environment into the driver's classpath.
+CLASSPATH_ENV = (
+    "SPARK_HOME",
+    "SPARK_CONF_DIR",
+    "HADOOP_CONF_DIR",
+    "YARN_CONF_DIR",
+    "SPARK_DIST_CLASSPATH",
+)
+
 
 def fingerprint() -> str:
-    """What the archive must have been built with: the ``java`` that runs (its real path
-    and size), pyspark's jars (names and sizes: the classpath and its content) and the
-    Spark configuration folder (another one is another classpath)."""
+    """What the archive must have been built with: the JVM (:func:`monitor.jars.java_identity`),
+    pyspark's jars (their folder, names and sizes: the classpath and its content) and what
+    else Spark's launcher puts on the classpath (``SPARK_HOME``, ``SPARK_CONF_DIR``,
+    ``HADOOP_CONF_DIR``, ``YARN_CONF_DIR``, ``SPARK_DIST_CLASSPATH``)."""
     import pyspark
 
-    java_home = os.environ.get("JAVA_HOME")
-    java = Path(java_home, "bin", "java") if java_home else shutil.which("java")
-    parts = []
-    if java:
-        real = Path(java).resolve()
-        parts.append(f"java {real} {real.stat().st_size if real.exists() else -1}")
+    from monitor.jars import java_identity
+
+    parts = [f"java {java_identity()}"]
     jars = Path(pyspark.__file__).parent / "jars"
-    parts.append(f"jars {jars.resolve()}")  # the classpath names the folder
+    parts.append(f"jars {jars.resolve()}")
     parts.extend(f"{p.name} {p.stat().st_size}" for p in sorted(jars.glob("*.jar")))
-    parts.append(f"conf {os.environ.get('SPARK_CONF_DIR', '')}")
+    for name in CLASSPATH_ENV:
+        parts.append(f"{name} {os.environ.get(name, '')}")
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
 def driver_java_options() -> str | None:
     """``-XX:SharedArchiveFile=...`` when ``MONITOR_SPARK_CDS_ARCHIVE`` names an archive built
-    for this pyspark and this JVM, else None (no archive: the driver starts as without).
-
-    >>> os.environ.pop(ENV, None) and None
-    >>> driver_java_options() is None
-    True
-    """
+    for this pyspark and this JVM, else None (no archive: the driver starts as without; so
+    does a path with white space, which Spark's java options cannot carry)."""
     path = os.environ.get(ENV)
-    if not path:
+    if not path or any(c.isspace() for c in path):
         return None
     archive = Path(path)
     key = archive.with_name(archive.name + ".key")
@@ -72,6 +75,15 @@ def driver_java_options() -> str | None:
     return f"-XX:SharedArchiveFile={archive}"
 
 
+def _gone(pid: int) -> bool:
+    """The process has exited (a zombie counts: an orphan's parent may never reap it)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
 def build(path: Path, timeout_s: float = 600) -> Path:
     """Build the archive at ``path`` (and its ``.key``): a driver runs the warm-up
     (``streaming.cds_warmup``) with ``-XX:ArchiveClassesAtExit`` in a child process; the
@@ -79,9 +91,14 @@ def build(path: Path, timeout_s: float = 600) -> Path:
     path = path.resolve()
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
+    log = path.with_name(f"{path.name}.{os.getpid()}.log")
     env = {
         **os.environ,
-        "MONITOR_SPARK_CDS_DUMP_OPTIONS": f"-XX:ArchiveClassesAtExit={partial}",
+        # The JVM logs "Written dynamic archive" once the whole archive is on disk: a JVM
+        # killed while writing (the OOM killer) leaves a file without that line.
+        "MONITOR_SPARK_CDS_DUMP_OPTIONS": (
+            f"-XX:ArchiveClassesAtExit={partial} -Xlog:cds+dynamic=info:file={log}"
+        ),
         "MONITOR_SPARK_LOG_LEVEL": "ERROR",
     }
     env.pop(ENV, None)
@@ -101,12 +118,15 @@ def build(path: Path, timeout_s: float = 600) -> Path:
         )
     jvm = int(lines[-1].split()[1])
     deadline = time.monotonic() + timeout_s
-    while Path(f"/proc/{jvm}").exists():  # still writing the archive
+    while not _gone(jvm):  # still writing the archive
         if time.monotonic() > deadline:
             raise RuntimeError(f"building the CDS archive {path}: the JVM {jvm} did not exit")
         time.sleep(0.2)
-    if not partial.is_file() or partial.stat().st_size == 0:
-        raise RuntimeError(f"building the CDS archive {path}: the JVM wrote no archive")
+    written = log.is_file() and "Written dynamic archive" in log.read_text(errors="replace")
+    log.unlink(missing_ok=True)
+    if not written or not partial.is_file():
+        partial.unlink(missing_ok=True)
+        raise RuntimeError(f"building the CDS archive {path}: the JVM wrote no whole archive")
     partial.replace(path)
     path.with_name(path.name + ".key").write_text(fingerprint() + "\n")
     return path

@@ -27,6 +27,7 @@ from monitor.dev.lab.config import (
     zookeeper_properties,
 )
 from monitor.dev.lab.errors import LabError
+from monitor.jars import java_identity
 
 
 def node_marker(config: LabConfig, node: int) -> str:
@@ -63,6 +64,7 @@ def logging_flags(config: LabConfig, node: int) -> list[str]:
 #: (``class_sharing_flags``), and the file naming where it goes once complete.
 PARTIAL_ARCHIVE = "classes.jsa.partial"
 ARCHIVE_TARGET = "classes.jsa.target"
+ARCHIVE_LOG = "classes.jsa.log"  # "Written dynamic archive" once it is whole
 
 
 def class_archive(cache: Path, classpath: str, agent: Path) -> Path:
@@ -73,10 +75,7 @@ def class_archive(cache: Path, classpath: str, agent: Path) -> Path:
     >>> class_archive(Path("/c"), "a.jar:b.jar", Path("agent.jar")).parent
     PosixPath('/c/cds')
     """
-    java = shutil.which("java")
-    real = Path(java).resolve() if java else None
-    size = real.stat().st_size if real is not None and real.exists() else -1
-    text = f"{real} {size}\n{classpath}\n{agent}"
+    text = f"{java_identity(shutil.which('java'))}\n{classpath}\n{agent}"
     return cache / "cds" / f"kafka-{hashlib.sha256(text.encode()).hexdigest()[:16]}.jsa"
 
 
@@ -84,30 +83,38 @@ def class_sharing_flags(config: LabConfig, node: int, archive: Path) -> list[str
     """The JVM flags that share Kafka's classes between broker starts (~5.5 -> 3.6 CPU-s a
     start, measured by hand; docs/lab.md). With ``archive`` written: map it. Without: this
     JVM writes one at a clean exit into its node folder, and :func:`keep_class_archive`
-    moves it to ``archive`` once the JVM has exited by itself (SIGTERM, not SIGKILL: a
-    JVM killed while writing leaves a partial file, never used). The exporter is a java
-    agent, which the JVM must be told to allow in an archive."""
+    moves it to ``archive`` once the JVM has exited by itself (SIGTERM, not SIGKILL) and
+    its log says the archive was written whole (a JVM killed while writing leaves a
+    partial file, never used). The exporter is a java agent, which the JVM must be told to
+    allow in an archive; a JVM mapping such an archive says so in its stdout.log ("This
+    archive was created with AllowArchivingWithJavaAgent...": the lab is a test bed)."""
     unlock = ["-XX:+UnlockDiagnosticVMOptions", "-XX:+AllowArchivingWithJavaAgent"]
     if archive.is_file():
         return [*unlock, f"-XX:SharedArchiveFile={archive}"]
     folder = config.node_dir(node)
     (folder / PARTIAL_ARCHIVE).unlink(missing_ok=True)
+    (folder / ARCHIVE_LOG).unlink(missing_ok=True)
     (folder / ARCHIVE_TARGET).write_text(str(archive))
-    return [*unlock, f"-XX:ArchiveClassesAtExit={folder / PARTIAL_ARCHIVE}"]
+    return [
+        *unlock,
+        f"-XX:ArchiveClassesAtExit={folder / PARTIAL_ARCHIVE}",
+        f"-Xlog:cds+dynamic=info:file={folder / ARCHIVE_LOG}",
+    ]
 
 
 def keep_class_archive(config: LabConfig, node: int, clean_exit: bool) -> Path | None:
     """After ``node``'s JVM is gone: its archive written at exit, moved where later starts
     find it (atomic: another lab may do the same); a partial one dropped."""
     folder = config.node_dir(node)
-    partial, target = folder / PARTIAL_ARCHIVE, folder / ARCHIVE_TARGET
+    partial, target, log = folder / PARTIAL_ARCHIVE, folder / ARCHIVE_TARGET, folder / ARCHIVE_LOG
+    whole = log.is_file() and "Written dynamic archive" in log.read_text(errors="replace")
     kept = None
-    if clean_exit and target.is_file() and partial.is_file() and partial.stat().st_size > 0:
+    if clean_exit and whole and target.is_file() and partial.is_file():
         kept = Path(target.read_text().strip())
         kept.parent.mkdir(parents=True, exist_ok=True)
         partial.replace(kept)
-    partial.unlink(missing_ok=True)
-    target.unlink(missing_ok=True)
+    for leftover in (partial, target, log):
+        leftover.unlink(missing_ok=True)
     return kept
 
 

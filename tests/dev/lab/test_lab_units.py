@@ -201,6 +201,7 @@ def test_a_broker_writes_the_class_archive_once_and_keeps_it_only_after_a_clean_
     write one at exit into its node folder; it is moved where later starts find it only
     when the JVM exited by itself -- a JVM SIGKILLed mid-write leaves a partial file."""
     from monitor.dev.lab.jvm import (
+        ARCHIVE_LOG,
         PARTIAL_ARCHIVE,
         class_archive,
         class_sharing_flags,
@@ -218,7 +219,12 @@ def test_a_broker_writes_the_class_archive_once_and_keeps_it_only_after_a_clean_
     assert keep_class_archive(config, 1, clean_exit=False) is None
     assert not partial.exists() and not archive.exists()
     class_sharing_flags(config, 1, archive)
-    partial.write_bytes(b"whole")  # exited on SIGTERM
+    partial.write_bytes(b"half")  # exited by itself, yet its log never said "written"
+    assert keep_class_archive(config, 1, clean_exit=True) is None
+    assert not partial.exists() and not archive.exists()
+    class_sharing_flags(config, 1, archive)
+    partial.write_bytes(b"whole")  # exited on SIGTERM, the archive written whole
+    (config.node_dir(1) / ARCHIVE_LOG).write_text("[info][cds,dynamic] Written dynamic archive")
     assert keep_class_archive(config, 1, clean_exit=True) == archive
     assert archive.read_bytes() == b"whole" and not partial.exists()
     reads = class_sharing_flags(config, 1, archive)
