@@ -11,21 +11,15 @@ the first clean stop if ``<cache>/cds`` has none yet. Medians and their ratio::
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import tempfile
 from pathlib import Path
 
+from bench.spark_bench import _cpu_s
 from monitor.dev.lab.cluster import Lab
 from monitor.dev.lab.config import LabConfig
 from monitor.dev.lab.ports import reserve_base_port
-
-
-def cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -47,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
                     lab.start(2)
                     pid = lab.pid(2)
                     assert pid is not None
-                    cpu = cpu_seconds(pid)
+                    cpu = _cpu_s(pid)
                     sides[sharing].append(cpu)
                     label = "with" if sharing else "without"
                     print(

@@ -20,15 +20,13 @@ from pathlib import Path
 from streaming.cds import ENV
 
 _RUN = """
-import os, time
+import time
+from bench.spark_bench import _cpu_s
 t0 = time.monotonic()
 from streaming.session import build_session
 spark = build_session(master="local[1]", shuffle_partitions=1)
 spark.range(2000).selectExpr("id % 7 AS k").groupBy("k").count().collect()
-pid = spark.sparkContext._gateway.proc.pid
-with open(f"/proc/{pid}/stat") as f:
-    fields = f.read().rsplit(")", 1)[1].split()
-cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+cpu = _cpu_s(spark.sparkContext._gateway.proc.pid)
 print(f"result {cpu:.2f} {time.monotonic() - t0:.2f}", flush=True)
 spark.stop()
 """

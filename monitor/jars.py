@@ -82,6 +82,13 @@ def java_identity(java: str | Path | None = None) -> str:
     return f"{real} {stat.st_size if stat else -1} {stat.st_mtime_ns if stat else -1}"
 
 
+def archive_written(log: Path) -> bool:
+    """Whether a JVM writing a class-data sharing archive (``-XX:ArchiveClassesAtExit`` with
+    ``-Xlog:cds+dynamic=info:file=<log>``) finished it: the JVM logs "Written dynamic
+    archive" once the whole archive is on disk; one killed while writing never does."""
+    return log.is_file() and "Written dynamic archive" in log.read_text(errors="replace")
+
+
 def maven_repo() -> Path:
     """The private Maven repository (``-Dmaven.repo.local``), reused across runs."""
     return cache_root() / "m2"

@@ -122,7 +122,9 @@ def build(path: Path, timeout_s: float = 600) -> Path:
         if time.monotonic() > deadline:
             raise RuntimeError(f"building the CDS archive {path}: the JVM {jvm} did not exit")
         time.sleep(0.2)
-    written = log.is_file() and "Written dynamic archive" in log.read_text(errors="replace")
+    from monitor.jars import archive_written
+
+    written = archive_written(log)
     log.unlink(missing_ok=True)
     if not written or not partial.is_file():
         partial.unlink(missing_ok=True)

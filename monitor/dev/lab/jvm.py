@@ -27,7 +27,7 @@ from monitor.dev.lab.config import (
     zookeeper_properties,
 )
 from monitor.dev.lab.errors import LabError
-from monitor.jars import java_identity
+from monitor.jars import archive_written, java_identity
 
 
 def node_marker(config: LabConfig, node: int) -> str:
@@ -80,8 +80,8 @@ def class_archive(cache: Path, classpath: str, agent: Path) -> Path:
 
 
 def class_sharing_flags(config: LabConfig, node: int, archive: Path) -> list[str]:
-    """The JVM flags that share Kafka's classes between broker starts (~5.5 -> 3.6 CPU-s a
-    start, measured by hand; docs/lab.md). With ``archive`` written: map it. Without: this
+    """The JVM flags that share Kafka's classes between broker starts (5.45 -> 3.53 CPU-s a
+    start, ``bench.lab_start_bench``; docs/lab.md). With ``archive`` written: map it. Without: this
     JVM writes one at a clean exit into its node folder, and :func:`keep_class_archive`
     moves it to ``archive`` once the JVM has exited by itself (SIGTERM, not SIGKILL) and
     its log says the archive was written whole (a JVM killed while writing leaves a
@@ -107,9 +107,8 @@ def keep_class_archive(config: LabConfig, node: int, clean_exit: bool) -> Path |
     find it (atomic: another lab may do the same); a partial one dropped."""
     folder = config.node_dir(node)
     partial, target, log = folder / PARTIAL_ARCHIVE, folder / ARCHIVE_TARGET, folder / ARCHIVE_LOG
-    whole = log.is_file() and "Written dynamic archive" in log.read_text(errors="replace")
     kept = None
-    if clean_exit and whole and target.is_file() and partial.is_file():
+    if clean_exit and archive_written(log) and target.is_file() and partial.is_file():
         kept = Path(target.read_text().strip())
         kept.parent.mkdir(parents=True, exist_ok=True)
         partial.replace(kept)
