@@ -17,6 +17,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from monitor.dev.lab.cluster import Lab
 from monitor.dev.lab.config import LabConfig
@@ -32,6 +33,30 @@ PINNED = "MONITOR_LAB_TEST_BASE_PORT" in os.environ
 TEST_BASE_PORT = int(os.environ.get("MONITOR_LAB_TEST_BASE_PORT", "29092"))
 
 
+# No per-example deadline, no "too slow" health check: the suite runs in two lanes at once
+# (scripts/test.sh), the pure tests at low priority beside the lab's, so an example's wall
+# time says how busy the machine was, not how fast the code is (speed is bench/'s).
+settings.register_profile("suite", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("suite")
+
+#: A test using one of these fixtures starts a JVM (Kafka, Spark): it gets the fixture's
+#: mark, and with it the heavy lane (scripts/test.sh), without relying on its author.
+_FIXTURE_MARKS = {"spark": "spark", "lab": "lab", "lab_session": "lab", "kafka_lab": "lab"}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        for fixture in getattr(item, "fixturenames", ()):
+            mark = _FIXTURE_MARKS.get(fixture)
+            if mark and item.get_closest_marker(mark) is None:
+                item.add_marker(mark)
+    # The tests of a background job (tests/background.py) last: its build has had the whole
+    # run to finish before they wait on it.
+    late = tuple(job.tests for job in background.JOBS.values())
+    items.sort(key=lambda item: item.nodeid.startswith(late))
+
+
 #: Wall time of the version matrix (tests/collector/test_collector_lab.py), by cluster id:
 #: setup (a lab's start), calls and teardown (its stop) -- printed at the end of the run.
 _MATRIX_S: dict[str, float] = defaultdict(float)
@@ -42,8 +67,9 @@ _MATRIX_S: dict[str, float] = defaultdict(float)
 _FILE_S: dict[str, float] = defaultdict(float)
 
 
-#: The machine's CPU-seconds (every process: the lab's JVMs, Spark, Prometheus, this one)
-#: spent while each test file's tests ran -- where the suite's CPU goes, beside its wall
+#: The machine's CPU-seconds (every process: the lab's JVMs, Spark, Prometheus, this one --
+#: and the other lane's, scripts/test.sh, running meanwhile) spent while each test file's
+#: tests ran -- where the suite's CPU goes, beside its wall
 #: time (a test waiting on a timer costs wall time, not CPU; a 2-core box is CPU-bound).
 _FILE_CPU_S: dict[str, float] = defaultdict(float)
 
