@@ -5,15 +5,17 @@ Two of the suite's setups take minutes, mostly waiting on mirrors, downloads and
 minutes, for ``tests/deploy/test_image.py``) and the chart's tools (``scripts/k8s-tools.sh
 install``: Helm built from its Go module, ~2 minutes, for ``tests/deploy/test_chart.py``).
 When the session has collected a job's tests (and the machine can run it), :func:`start`
-runs it at the lowest CPU and I/O priority (``nice -n 19``, ``ionice -c 3``): the tests
-running meanwhile keep the cores. Their fixtures :func:`wait` for it -- and still run the
-setup in the foreground when nothing ran in the background (the file run alone, a missing
-builder: the fixture's own checks say why). :func:`stop` ends a job still running when the
-session ends, by its process group.
+runs it at the lowest CPU and I/O priority (``nice -n 19``, ``ionice -c 3``, its session's
+autogroup at 19: :func:`lowest_session_priority`): the tests running meanwhile keep the
+cores. Their fixtures :func:`wait` for it -- and still run the setup in the foreground when
+nothing ran in the background (the file run alone, a missing builder: the fixture's own
+checks say why). :func:`stop` ends a job still running when the session ends, by its
+process group.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -88,6 +90,16 @@ def start(nodeids: list[str]) -> None:
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
             )
+        lowest_session_priority(_running[name].pid)
+
+
+def lowest_session_priority(pid: int) -> None:
+    """The lowest priority for the session ``pid`` leads, where the kernel schedules by
+    session (autogroup: ``/proc/sys/kernel/sched_autogroup_enabled``). There a nice value
+    only orders the processes of one session: without this, a job started in its own
+    session competes with each of the tests' sessions as an equal, ``nice -n 19`` or not."""
+    with contextlib.suppress(OSError):
+        Path(f"/proc/{pid}/autogroup").write_text("19")
 
 
 def wait(name: str, timeout: float) -> Outcome | None:
