@@ -36,13 +36,14 @@ mkdir -p .cache
 light_log=.cache/test-light-lane.log
 light_tmp=$(mktemp -d -t monitor-light-lane-XXXXXX)
 echo "==> pytest, light lane: not ($HEAVY), in the background at low priority (log: $light_log)"
-setsid nice -n 10 "${PYTEST[@]}" -m "not ($HEAVY)" --basetemp "$light_tmp" --durations=10 \
-  > "$light_log" 2>&1 &
-light_pid=$!
 # Where the kernel groups the scheduling by session (autogroup: the labs' JVMs and the Spark
 # jobs run in sessions of their own), a process's nice value only counts inside its session:
-# the light lane runs in a session of its own, and that session gets the lowest priority.
-echo 19 > "/proc/$light_pid/autogroup" 2> /dev/null || true
+# the light lane runs in a session of its own, which sets its own autogroup to the lowest
+# priority (from inside: written from here, it could reach this shell's session first).
+setsid bash -c 'echo 19 > /proc/self/autogroup 2> /dev/null || true; exec nice -n 10 "$@"' \
+  light-lane "${PYTEST[@]}" -m "not ($HEAVY)" --basetemp "$light_tmp" --durations=10 \
+  > "$light_log" 2>&1 &
+light_pid=$!
 trap 'kill -INT "$light_pid" 2> /dev/null || true' EXIT
 echo "==> pytest, heavy lane: $HEAVY"
 set +e
