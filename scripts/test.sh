@@ -27,24 +27,20 @@ fi
 # every test that starts a JVM or the real Prometheus (the `lab`, `spark`, `prometheus`
 # marks; tests/conftest.py marks the users of those fixtures) and runs at normal priority,
 # on the timings the tests were written for. The light lane -- the pure and in-process
-# tests, the chart and the image -- runs beside it at low priority (nice 10): it takes the
-# CPU the heavy lane leaves while it waits on brokers, timers and scrapes, and yields it
-# when the heavy lane wants it back (nice 19 for its session where the kernel has
-# autogroups, as below).
+# tests, the chart and the image -- runs beside it at the lowest priority: it takes the CPU
+# the heavy lane leaves while it waits on brokers, timers and scrapes.
 HEAVY="lab or spark or prometheus"
 mkdir -p .cache
 light_log=.cache/test-light-lane.log
 light_tmp=$(mktemp -d -t monitor-light-lane-XXXXXX)
 echo "==> pytest, light lane: not ($HEAVY), in the background at low priority (log: $light_log)"
-# Where the kernel groups the scheduling by session (autogroup: the labs' JVMs and the Spark
-# jobs run in sessions of their own), a process's nice value only counts inside its session:
-# the light lane runs in a session of its own, which sets its own autogroup to the lowest
-# priority (from inside: written from here, it could reach this shell's session first).
-setsid bash -c 'echo 19 > /proc/self/autogroup 2> /dev/null || true; exec nice -n 10 "$@"' \
-  light-lane "${PYTEST[@]}" -m "not ($HEAVY)" --basetemp "$light_tmp" --durations=10 \
-  > "$light_log" 2>&1 &
+# The light lane puts itself in a session of its own at the lowest priority
+# (tests/background.py, lowest_priority_session: this kernel schedules by session).
+MONITOR_TEST_LANE=light "${PYTEST[@]}" -m "not ($HEAVY)" --basetemp "$light_tmp" \
+  --durations=10 > "$light_log" 2>&1 &
 light_pid=$!
-trap 'kill -INT "$light_pid" 2> /dev/null || true' EXIT
+# Interrupted: the light lane stops what it started (its background builds) before we exit.
+trap 'kill -INT "$light_pid" 2> /dev/null && wait "$light_pid"' EXIT
 echo "==> pytest, heavy lane: $HEAVY"
 set +e
 "${PYTEST[@]}" -m "$HEAVY" --durations=25

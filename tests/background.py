@@ -102,6 +102,17 @@ def lowest_session_priority(pid: int) -> None:
         Path(f"/proc/{pid}/autogroup").write_text("19")
 
 
+def lowest_priority_session() -> None:
+    """This process (the suite's light lane, scripts/test.sh) in a session of its own at the
+    lowest priority, and Ctrl-C (SIGINT) working in it again: a shell without job control
+    starts its background commands with SIGINT ignored, and Python keeps it so."""
+    with contextlib.suppress(OSError):  # already a session or group leader: stays where it is
+        os.setsid()
+    lowest_session_priority(os.getpid())
+    os.nice(10)  # where the kernel has no autogroups
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def wait(name: str, timeout: float) -> Outcome | None:
     """Job ``name``'s outcome once it has ended (None: it was not started)."""
     proc = _running.get(name)

@@ -44,6 +44,11 @@ settings.load_profile("suite")
 _FIXTURE_MARKS = {"spark": "spark", "lab": "lab", "lab_session": "lab", "kafka_lab": "lab"}
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    if os.environ.get("MONITOR_TEST_LANE") == "light":  # scripts/test.sh
+        background.lowest_priority_session()
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
@@ -69,8 +74,8 @@ _FILE_S: dict[str, float] = defaultdict(float)
 
 #: The machine's CPU-seconds (every process: the lab's JVMs, Spark, Prometheus, this one --
 #: and the other lane's, scripts/test.sh, running meanwhile) spent while each test file's
-#: tests ran -- where the suite's CPU goes, beside its wall
-#: time (a test waiting on a timer costs wall time, not CPU; a 2-core box is CPU-bound).
+#: tests ran -- where the suite's CPU goes, beside its wall time (a test waiting on a timer
+#: costs wall time, not CPU; a 2-core box is CPU-bound).
 _FILE_CPU_S: dict[str, float] = defaultdict(float)
 
 
