@@ -80,7 +80,7 @@ from monitor.contract.events import (
     partition_key,
     shown,
 )
-from monitor.contract.state import row_content, state_json
+from monitor.contract.state import state_json
 from monitor.model import (
     ClusterModel,
     Finding,
@@ -91,6 +91,7 @@ from monitor.model import (
     TopicConfigReport,
     stamps,
 )
+from monitor.model.batch import apply_noting
 from monitor.model.order import application_order
 from monitor.model.state import (
     BrokerState,
@@ -474,7 +475,7 @@ def _unpack(
 def _reduce_model(m: ClusterModel) -> tuple[Any, tuple[Any, ...]]:
     state = dict(m.__dict__)
     state["partitions"] = _Packed(m.partitions)
-    state["_contexts"] = {}  # derived: rebuilt on use
+    state["contexts"] = {}  # derived: rebuilt on use
     return (_model_from, (type(m), state))
 
 
@@ -1077,7 +1078,7 @@ class OperatorSettings:
     #: Separates the worker caches of two queries sharing a Python worker (tests, bench).
     cache_scope: str = ""
     emit_state: bool = True
-    #: A touched partition's state row is written when its content (:func:`row_content`)
+    #: A touched partition's state row is written when its shape (``PartitionState.shape``)
     #: changed, and when its telemetry's time crossed one of its refresh instants, this
     #: many ms apart (:func:`refresh_due`); 0: always.
     state_refresh_ms: int = 0
@@ -1232,36 +1233,30 @@ class BatchChanges:
     findings: list[Finding] = field(default_factory=list)
 
 
-def apply_frame(model: ClusterModel, events: Iterable[Any], changes: BatchChanges) -> None:
+def apply_frame(model: ClusterModel, events: list[Any], changes: BatchChanges) -> None:
     """Apply one input frame's events (in :func:`ordered_events`' order) to the bucket's
     model, noting what they touched. The one place a batch changes the model: a stored
-    input (:class:`Replay`) is applied again through it."""
-    apply, partitions = model.apply, model.partitions
-    touched_keys, topics, track = changes.touched_keys, changes.topics, changes.track
-    for ev in events:
-        kind = type(ev)
-        if kind is TopicConfigReport:
-            tk = (ev.cluster, ev.topic)
-            before = model.topics.get(tk)
-            config = before.config if before is not None else None
-            found = apply(ev)
-            ts = model.topics.get(tk)  # None: the topic is deleted
-            if ts is not None:
-                topics[tk] = ts
-                if ts.config != config:  # the topic's partitions were re-judged
-                    for pk in partitions:
-                        if pk[0] == tk[0] and pk[1] == tk[1]:
-                            touched_keys[pk] = _RECONFIGURED
-        elif kind is PartitionRound or kind is PartitionMeta or kind is ReplicaReport:
-            pk = (ev.cluster, ev.topic, ev.partition)
-            if pk not in touched_keys:
-                prior = partitions.get(pk) if track else None
-                touched_keys[pk] = _NEW if prior is None else (row_content(prior), prior.last_seen)
-            found = apply(ev)
-        else:
-            found = apply(ev)
-        if found:
-            changes.findings.extend(found)
+    input (:class:`Replay`) is applied again through it. The loop is the compiled model's
+    (:func:`monitor.model.batch.apply_noting`)."""
+    partitions, topics = model.partitions, changes.topics
+    touched_keys = changes.touched_keys
+
+    def topic_config(ev: TopicConfigReport) -> list[Finding]:
+        tk = (ev.cluster, ev.topic)
+        was = model.topics.get(tk)
+        config = was.config if was is not None else None
+        found = model.apply(ev)
+        ts = model.topics.get(tk)  # None: the topic is deleted
+        if ts is not None:
+            topics[tk] = ts
+            if ts.config != config:  # the topic's partitions were re-judged
+                for pk in partitions:
+                    if pk[0] == tk[0] and pk[1] == tk[1]:
+                        touched_keys[pk] = _RECONFIGURED
+        return found
+
+    # (not tracking, what a partition was is not read: every touched one is written)
+    apply_noting(model, events, touched_keys, _NEW, topic_config, changes.findings)
 
 
 def _bytes(v: Any) -> bytes:
@@ -1386,7 +1381,7 @@ class BucketProcessor(StatefulProcessor):
             if (
                 not changes.track
                 or len(before) == 1  # _NEW, _RECONFIGURED
-                or (content := row_content(ps)) is None
+                or (content := ps.shape()) is None
                 or content != before[0]
                 or refresh_due(k, before[1], ps.last_seen, period)
             ):

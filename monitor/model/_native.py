@@ -36,6 +36,7 @@ from pathlib import Path
 #: The model's modules mypyc compiles (the hot path of a partition-round, and its states).
 COMPILED = (
     "_emit",
+    "batch",
     "election",
     "events",
     "findings",

@@ -66,7 +66,9 @@ class ClusterModel:
         self.partitions: dict[PartitionKey, PartitionState] = {}
         self.topics: dict[tuple[str, str], TopicState] = {}
         self.brokers: dict[tuple[str, int], BrokerState] = {}
-        self._contexts: dict[tuple[str, str], part.Context] = {}
+        #: Each topic's :class:`part.Context`, made on first use (:meth:`context`), dropped
+        #: when what it holds changes. Derived: never stored.
+        self.contexts: dict[tuple[str, str], part.Context] = {}
         #: Deleted topics. Events of the topic stamped no later are ignored; metadata stamped
         #: later is a new topic. Kept ``forget_absent_ms``.
         self.deleted: dict[tuple[str, str], Tombstone] = {}
@@ -78,11 +80,13 @@ class ClusterModel:
         # A model pickled before these fields existed (a job's checkpoint) gets them empty.
         self.__dict__.update(deleted={}, _forgotten=[], _forgotten_topics=[])
         self.__dict__.update(state)
+        self.__dict__.pop("_contexts", None)  # its name before 2026-12-01 (derived)
+        self.contexts = {}
 
     def reconfigure(self, config: ModelConfig) -> None:
         """Judge from now on with ``config`` (a restarted job's settings)."""
         self.config = config
-        self._contexts.clear()
+        self.contexts.clear()
 
     # -- driving ----------------------------------------------------------------------------
 
@@ -224,7 +228,7 @@ class ClusterModel:
         if ts is not None:
             Emitter(cluster, topic, None, ts.open, out).resolve_all(at)
             self._forgotten_topics.append(tk)
-        self._contexts.pop(tk, None)
+        self.contexts.pop(tk, None)
         self._tombstone(tk, at)
         if self.owns_global(f"{cluster}/topic/{topic}"):
             Emitter(cluster, topic, None, {}, out).event(
@@ -317,11 +321,11 @@ class ClusterModel:
         return state
 
     def context(self, cluster: str, topic: str) -> part.Context:
-        ctx = self._contexts.get((cluster, topic))
+        ctx = self.contexts.get((cluster, topic))
         if ctx is None:
             ts = self.topics.get((cluster, topic))
             ctx = part.Context(self.config, ts.config if ts is not None else None, self.brokers)
-            self._contexts[(cluster, topic)] = ctx
+            self.contexts[(cluster, topic)] = ctx
         return ctx
 
     def restore(
@@ -343,7 +347,7 @@ class ClusterModel:
             else:
                 self.topics[tk] = ts
         self.brokers.update(brokers)
-        self._contexts.clear()
+        self.contexts.clear()
 
     def open_findings(self) -> Iterator[tuple[str, str | None, int | None, object]]:
         """(cluster, topic, partition, OpenCondition) for everything open, for exporters."""
@@ -388,7 +392,7 @@ class ClusterModel:
             )
         if changed:
             # min.insync.replicas changed: re-judge the ISR conditions of the topic's partitions.
-            self._contexts.pop(key, None)
+            self.contexts.pop(key, None)
             ctx = self.context(ev.cluster, ev.topic)
             for ps in self.partitions.values():
                 if ps.cluster == ev.cluster and ps.topic == ev.topic and ps.meta_at >= 0:

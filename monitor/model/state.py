@@ -275,6 +275,21 @@ class PartitionState:
         ]
         return min(leos) if leos else -1
 
+    def shape(self) -> tuple[object, ...] | None:
+        """What the partition is apart from the numbers its rounds move (offsets, lags,
+        stamps): its leader, epoch, ISR, replicas, replicas sampled, lineage and counts of
+        late and duplicate events, as one comparable value; ``None`` while a condition is
+        open (its details move with those numbers). Two states of equal shape differ in
+        those numbers at most: the Spark operator writes a partition's state row when its
+        shape changed, and its numbers now and then (``monitor.contract.state.row_content``).
+        """
+        if self.open:
+            return None
+        return (
+            self.leader, self.leader_epoch, self.isr, self.replicas, tuple(self.replica_states),
+            tuple(self.lineage), self.late_events, self.duplicate_events,
+        )  # fmt: skip
+
     def uncommitted(self) -> int:
         """Uncommitted backlog: leader LEO - HW (0 when either is unknown)."""
         leo = self.leader_leo()

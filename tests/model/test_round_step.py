@@ -1,8 +1,9 @@
 """A round applied whole gives what its events give one by one.
 
 The Spark operator applies a partition's round record in one call of the model
-(``ClusterModel.apply`` of a ``PartitionRound``: :func:`monitor.model.partition.step_round`,
-with the steady metadata's short path) wherever :func:`monitor.model.order.application_order`
+(:func:`monitor.model.batch.apply_noting`, as ``ClusterModel.apply`` of a
+``PartitionRound``: :func:`monitor.model.partition.step_round`, with the steady metadata's
+short path) wherever :func:`monitor.model.order.application_order`
 says nothing sorts among its events that could see the difference. Here every scenario of
 ``tests/data``, property-generated streams and simulated clusters -- as round records and
 as replica events, split into micro-batches -- are applied both ways: whole rounds (with
@@ -34,6 +35,7 @@ from monitor.model import (
     TopicConfigReport,
     partition,
 )
+from monitor.model.batch import apply_noting
 from monitor.model.order import application_order, event_order, unfold
 from tests.model.strategies import SIMULATED, simulated, streams
 from tests.model.test_rounds import _scenario_events
@@ -84,13 +86,16 @@ def _apply(
     n_whole = 0
     for at in range(0, len(records), size):
         batch = records[at : at + size]
-        todo = application_order(batch, model.topics, model.deleted) if whole else _unfolded(batch)
-        for item in todo:
-            n_whole += isinstance(item, PartitionRound)
-            for f in model.apply(item):
-                found.setdefault((f.cluster, f.topic, f.partition), []).append(
-                    json.dumps(f.to_dict(), sort_keys=True)
-                )
+        if whole:  # as the Spark operator applies a batch
+            todo = application_order(batch, model.topics, model.deleted)
+            n_whole += sum(isinstance(item, PartitionRound) for item in todo)
+            batch_found = _noted(model, todo)
+        else:
+            batch_found = [f for item in _unfolded(batch) for f in model.apply(item)]
+        for f in batch_found:
+            found.setdefault((f.cluster, f.topic, f.partition), []).append(
+                json.dumps(f.to_dict(), sort_keys=True)
+            )
     assert records == before, "the model changed an event"
     newest = max((ps.last_seen for ps in model.partitions.values()), default=0)
     for f in model.tick(newest + model.config.stale_after_ms + 1):
@@ -98,6 +103,30 @@ def _apply(
             json.dumps(f.to_dict(), sort_keys=True)
         )
     return found, model.partitions, n_whole
+
+
+NEW = ("new",)
+
+
+def _noted(model: ClusterModel, todo: list[Any]) -> list[Any]:
+    """``todo`` applied by :func:`monitor.model.batch.apply_noting`; its findings. What it
+    notes of each partition is what the partition was before the batch's first record of
+    it: its shape and last_seen, or ``NEW``."""
+    touched: dict[Any, object] = {}
+    expected: dict[Any, object] = {}
+    reference = copy.deepcopy(model)  # applied record by record beside it
+    for item in todo:
+        ev = item.meta if isinstance(item, PartitionRound) else item
+        if isinstance(ev, PartitionMeta | ReplicaReport):
+            pk = (ev.cluster, ev.topic, ev.partition)
+            if pk not in expected:
+                ps = reference.partitions.get(pk)
+                expected[pk] = NEW if ps is None else (ps.shape(), ps.last_seen)
+        reference.apply(item)
+    found: list[Any] = []
+    apply_noting(model, todo, touched, NEW, model.apply, found)
+    assert touched == expected
+    return found
 
 
 def _every_way(events: list[Any], config: dict[str, Any]) -> tuple[int, int]:
