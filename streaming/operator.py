@@ -91,7 +91,7 @@ from monitor.model import (
     TopicConfigReport,
     stamps,
 )
-from monitor.model.batch import apply_noting
+from monitor.model.batch import apply_noting, rows_to_write
 from monitor.model.order import application_order
 from monitor.model.state import (
     BrokerState,
@@ -1080,7 +1080,7 @@ class OperatorSettings:
     emit_state: bool = True
     #: A touched partition's state row is written when its shape (``PartitionState.shape``)
     #: changed, and when its telemetry's time crossed one of its refresh instants, this
-    #: many ms apart (:func:`refresh_due`); 0: always.
+    #: many ms apart (:func:`monitor.model.batch.refresh_due`); 0: always.
     state_refresh_ms: int = 0
     #: A batch that changed most of a bucket is stored as its input (:class:`Replay`) while
     #: fewer than this many deltas follow the snapshot; 0: as the snapshot.
@@ -1195,28 +1195,6 @@ def row_seq(state: Bucket) -> int:
 #: call, or re-judged under a changed topic configuration (the row carries its settings).
 _NEW = ("new",)
 _RECONFIGURED = ("reconfigured",)
-
-
-def refresh_due(key: tuple[str, str, int], before_ms: int, now_ms: int, period_ms: int) -> bool:
-    """Whether one of partition ``key``'s refresh instants fell in ``(before_ms, now_ms]``.
-
-    The times are the partition's own telemetry time (its ``last_seen`` before and after
-    the call): so a stored row's ``updated_at`` is never more than ``period_ms`` behind the
-    partition's newest telemetry, and a replay writes the same rows. Each partition's
-    instants are ``period_ms`` apart, offset by a hash of its topic and number: the
-    refreshes of idle partitions spread over the period instead of all coming in the same
-    round. ``before_ms`` < 0 (nothing seen before): due.
-
-    >>> period = 60_000  # 30 s of telemetry: about half the partitions are due
-    >>> sum(refresh_due(("c", "t", p), 0, 30_000, period) for p in range(1000)) in range(400, 600)
-    True
-    >>> all(refresh_due(("c", "t", p), 0, period, period) for p in range(100))
-    True
-    """
-    if period_ms <= 0 or before_ms < 0:
-        return True
-    offset = (zlib.crc32(key[1].encode()) + key[2] * 40_503) % period_ms
-    return (now_ms + offset) // period_ms != (before_ms + offset) // period_ms
 
 
 @dataclass(slots=True)
@@ -1365,28 +1343,15 @@ class BucketProcessor(StatefulProcessor):
             apply_frame(model, events, changes)
             if newest_event > max_obs:
                 max_obs = newest_event
+        prof.mark("apply")
         # The touched partitions' states, in the order first touched (a partition whose
         # topic was deleted since is not in the model: _forgotten marks it below); the rows
         # to write; each cluster's newest telemetry applied (the exporter's freshness: an
         # idle partition's row is not written every batch).
-        written: list[PartitionState] = []
         newest: dict[str, int] = {}
-        period = self.settings.state_refresh_ms
-        for k, before in touched_keys.items():
-            if (ps := model.partitions.get(k)) is None:
-                continue
-            touched[k] = ps
-            if ps.last_seen > newest.get(k[0], -1):
-                newest[k[0]] = ps.last_seen
-            if (
-                not changes.track
-                or len(before) == 1  # _NEW, _RECONFIGURED
-                or (content := ps.shape()) is None
-                or content != before[0]
-                or refresh_due(k, before[1], ps.last_seen, period)
-            ):
-                written.append(ps)
-        prof.mark("apply")
+        period = self.settings.state_refresh_ms if changes.track else 0
+        written = rows_to_write(model.partitions, touched_keys, period, touched, newest)
+        prof.mark("rows")
         state.input_batch_ts, state.input_max_observed = now, max_obs
         state.events += n_events
         state.duplicates += n_dup
