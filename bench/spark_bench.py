@@ -105,6 +105,8 @@ class MemorySampler(threading.Thread):
         self.executors = executors
         self.peak_driver = 0.0
         self.peak_workers = 0.0
+        #: Each Python process's RSS (MB) at that peak: how many there were, and which held it.
+        self.peak_workers_each: list[float] = []
         self.peak_python_driver = 0.0
         #: A standalone cluster's executor JVMs, together (0 in local mode).
         self.peak_executors = 0.0
@@ -171,7 +173,9 @@ class MemorySampler(threading.Thread):
         jvms = [self.jvm_pid, *executors]
         python_workers = self._python_workers(jvms, children)
         self.peak_executors = max(self.peak_executors, sum(_rss_mb(p) for p in executors))
-        self.peak_workers = max(self.peak_workers, sum(_rss_mb(w) for w in python_workers))
+        each = [_rss_mb(w) for w in python_workers]
+        if sum(each) > self.peak_workers:
+            self.peak_workers, self.peak_workers_each = sum(each), sorted(each, reverse=True)
         self.cpu_last = self._cpu("tree", self._tree(children)) - self.own_cpu
         self.split_last = (self._cpu("jvms", jvms), self._cpu("python", python_workers))
         self.machine_last = _machine_busy_ticks()
@@ -438,6 +442,8 @@ def _measure(
             f"{ck / 1e6:.1f} MB"
         )
     workers = f"{sampler.peak_workers:.0f} MB"
+    if len(sampler.peak_workers_each) > 1:
+        workers += f" ({' + '.join(f'{m:.0f}' for m in sampler.peak_workers_each)})"
     if partitions:
         workers += f" = {sampler.peak_workers * 1e6 / partitions:,.0f} B/partition"
     print(
