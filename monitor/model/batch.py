@@ -130,16 +130,16 @@ def rows_to_write(
         seen = ps.last_seen
         if seen > newest.get(k[0], -1):
             newest[k[0]] = seen
-        if period_ms <= 0 or not isinstance(before, tuple) or len(before) != 2:
+        if period_ms <= 0 or ps.open or not isinstance(before, tuple) or len(before) != 2:
             written.append(ps)
             continue
         shape, was_seen = before
-        content = ps.shape()
+        # The refresh first: it needs no shape (a quarter of the partitions at a 30 s
+        # cadence and the default 120 s period).
         if (
-            content is None
-            or content != shape
-            or not isinstance(was_seen, int)
+            not isinstance(was_seen, int)
             or refresh_due(k, was_seen, seen, period_ms)
+            or ps.shape() != shape
         ):
             written.append(ps)
     return written
