@@ -66,9 +66,7 @@ class ClusterModel:
         self.partitions: dict[PartitionKey, PartitionState] = {}
         self.topics: dict[tuple[str, str], TopicState] = {}
         self.brokers: dict[tuple[str, int], BrokerState] = {}
-        #: Each topic's :class:`part.Context`, made on first use (:meth:`context`), dropped
-        #: when what it holds changes. Derived: never stored.
-        self.contexts: dict[tuple[str, str], part.Context] = {}
+        self._contexts: dict[tuple[str, str], part.Context] = {}
         #: Deleted topics. Events of the topic stamped no later are ignored; metadata stamped
         #: later is a new topic. Kept ``forget_absent_ms``.
         self.deleted: dict[tuple[str, str], Tombstone] = {}
@@ -80,13 +78,11 @@ class ClusterModel:
         # A model pickled before these fields existed (a job's checkpoint) gets them empty.
         self.__dict__.update(deleted={}, _forgotten=[], _forgotten_topics=[])
         self.__dict__.update(state)
-        self.__dict__.pop("_contexts", None)  # its name before 2026-12-01 (derived)
-        self.contexts = {}
 
     def reconfigure(self, config: ModelConfig) -> None:
         """Judge from now on with ``config`` (a restarted job's settings)."""
         self.config = config
-        self.contexts.clear()
+        self._contexts.clear()
 
     # -- driving ----------------------------------------------------------------------------
 
@@ -228,7 +224,7 @@ class ClusterModel:
         if ts is not None:
             Emitter(cluster, topic, None, ts.open, out).resolve_all(at)
             self._forgotten_topics.append(tk)
-        self.contexts.pop(tk, None)
+        self._contexts.pop(tk, None)
         self._tombstone(tk, at)
         if self.owns_global(f"{cluster}/topic/{topic}"):
             Emitter(cluster, topic, None, {}, out).event(
@@ -321,11 +317,11 @@ class ClusterModel:
         return state
 
     def context(self, cluster: str, topic: str) -> part.Context:
-        ctx = self.contexts.get((cluster, topic))
+        ctx = self._contexts.get((cluster, topic))
         if ctx is None:
             ts = self.topics.get((cluster, topic))
             ctx = part.Context(self.config, ts.config if ts is not None else None, self.brokers)
-            self.contexts[(cluster, topic)] = ctx
+            self._contexts[(cluster, topic)] = ctx
         return ctx
 
     def restore(
@@ -347,7 +343,7 @@ class ClusterModel:
             else:
                 self.topics[tk] = ts
         self.brokers.update(brokers)
-        self.contexts.clear()
+        self._contexts.clear()
 
     def open_findings(self) -> Iterator[tuple[str, str | None, int | None, object]]:
         """(cluster, topic, partition, OpenCondition) for everything open, for exporters."""
@@ -392,7 +388,7 @@ class ClusterModel:
             )
         if changed:
             # min.insync.replicas changed: re-judge the ISR conditions of the topic's partitions.
-            self.contexts.pop(key, None)
+            self._contexts.pop(key, None)
             ctx = self.context(ev.cluster, ev.topic)
             for ps in self.partitions.values():
                 if ps.cluster == ev.cluster and ps.topic == ev.topic and ps.meta_at >= 0:

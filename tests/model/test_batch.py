@@ -12,10 +12,8 @@ import copy
 from typing import Any
 
 from monitor.model import ClusterModel, PartitionMeta, PartitionRound, ReplicaReport
-from monitor.model.batch import apply_noting
 from monitor.model.events import TopicDeleted
-
-NEW = ("new",)
+from tests.model.test_round_step import _noted
 
 
 def _round(t_samples: int, t_meta: int, topic_id: str) -> PartitionRound:
@@ -28,8 +26,7 @@ def _round(t_samples: int, t_meta: int, topic_id: str) -> PartitionRound:
 def _both(model: ClusterModel, batch: list[Any]) -> tuple[list[str], list[str]]:
     reference = copy.deepcopy(model)
     one_by_one = [f"{f.kind}:{f.state}@{f.at}" for ev in batch for f in reference.apply(ev)]
-    found: list[Any] = []
-    apply_noting(model, batch, {}, NEW, model.apply, found)
+    found = _noted(model, batch)  # also checks what it noted of each partition
     assert repr(model.partitions) == repr(reference.partitions)
     return [f"{f.kind}:{f.state}@{f.at}" for f in found], one_by_one
 
