@@ -1,12 +1,18 @@
 """One collection round with many partitions: against the lab, or on synthetic pages.
 
     python -m bench.collector_bench --lab DIR [--partitions 10000] [--rounds 3]
-        [--round-records partition|replica]
+        [--round-records partition|replica] [--real-pages [--rules lab|shipped]]
     python -m bench.collector_bench --synthetic [--partitions 100000] [--rounds 3]
 
 ``--lab``: creates (once) topics of ``--partitions`` partitions in all, RF 3, on the running
 lab, then times ``--rounds`` collector rounds: wall time, the collector's CPU time (all
 threads), the events built and the bytes they make on the events topic (keys + values).
+
+``--lab DIR --real-pages``: the same topics, then each broker's exporter page and the
+Admin API's metadata read once from the lab, and the rounds timed as ``--synthetic`` times
+them -- on the lab's own pages, the network and the Admin API's reads left out; ``--rules
+shipped`` serves the shipped exporter rules meanwhile instead of the lab's
+(:func:`bench.shard_bench.use_rules`).
 
 ``--synthetic``: no Kafka. Three brokers, ``--partitions`` partitions of RF 3 (every broker
 holds every partition: a page of ``--partitions`` replicas each, in the exporter's format,
@@ -29,9 +35,10 @@ from typing import Any
 
 from bench.jmx_parse_bench import page
 from bench.model_bench import machine
-from monitor.collector import Collector, CollectorConfig
+from bench.shard_bench import use_rules
+from monitor.collector import Collector, CollectorConfig, jmx
 from monitor.collector import collector as collector_module
-from monitor.collector.admin import PartitionMetadata, Reads, TopicDurability
+from monitor.collector.admin import PartitionMetadata, Reads, TopicDurability, read_metadata
 from monitor.collector.build import event_key
 from monitor.collector.jmx import PROFILES
 from monitor.contract.events import dumps
@@ -91,17 +98,25 @@ def stubbed(collector: Collector, meta: list[PartitionMetadata], pages: dict[int
 
 def synthetic(args: argparse.Namespace) -> None:
     meta, pages = synthetic_cluster(args.partitions)
-    samples = args.partitions * 3
     print(
         f"synthetic: {args.partitions:,} partitions, RF 3, 3 brokers: pages of "
         f"{args.partitions:,} replicas, {sum(map(len, pages.values())) / 3e6:.1f} MB each"
     )
+    time_rounds(meta, pages, args.rounds, "monitor")
+
+
+def time_rounds(
+    meta: list[PartitionMetadata], pages: dict[int, str], rounds: int, jmx_profile: str
+) -> None:
+    """``Collector.round`` on ``meta`` and ``pages`` (:func:`stubbed`), in each
+    ``round_records`` mode: CPU per replica sample (best of ``rounds``), then ``dumps``."""
+    samples = sum(len(p.replicas) for p in meta)
     print(f"machine: {machine()}, load average {os.getloadavg()[0]:.1f}")
     for mode in ("replica", "partition"):
         config = CollectorConfig(
             cluster="bench",
             jmx_urls={b: f"http://broker/{b}" for b in pages},
-            jmx_profile="monitor",
+            jmx_profile=jmx_profile,
             round_records=mode,
             config_every_rounds=1,
             jmx_timeout_s=60,
@@ -110,7 +125,7 @@ def synthetic(args: argparse.Namespace) -> None:
         collector = Collector(config)
         stubbed(collector, meta, pages)
         best, events = float("inf"), list[Any]()
-        for _ in range(args.rounds):
+        for _ in range(rounds):
             events = []
             gc.collect()
             c0 = cpu_s()
@@ -137,6 +152,12 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=None)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--round-records", choices=["partition", "replica"], default="partition")
+    ap.add_argument(
+        "--real-pages",
+        action="store_true",
+        help="with --lab: time rounds on the lab's pages and metadata, read once (stubbed)",
+    )
+    ap.add_argument("--rules", choices=["lab", "shipped"], default="lab")
     args = ap.parse_args()
     if args.synthetic:
         args.partitions = args.partitions or 100_000
@@ -179,6 +200,25 @@ def main() -> None:
     )
     collector = Collector(config)
     collector.start(produce=False)
+    if args.real_pages:
+        try:
+            reads = Reads()
+            read_metadata(collector._admin, collector._exclude, False, reads)
+            ours = [p for p in reads.partitions if p.topic in topics]
+            restore = use_rules(lab, args.rules)
+            try:
+                pages = {b: jmx.fetch(url, 60, 256 << 20) for b, url in lab.jmx_urls.items()}
+            finally:
+                restore()
+        finally:
+            collector.stop()
+        print(
+            f"the lab's pages: {len(pages)} brokers, {sum(map(len, pages.values())) / 1e6:.1f} "
+            f"MB in all ({args.rules} rules); {len(ours):,} partitions of the metadata "
+            f"({len(reads.partitions):,} listed)"
+        )
+        time_rounds(ours, pages, args.rounds, "auto")
+        return
     try:
         for i in range(args.rounds):
             c0, t0 = cpu_s(), time.perf_counter()

