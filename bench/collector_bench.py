@@ -159,6 +159,10 @@ def main() -> None:
     )
     ap.add_argument("--rules", choices=["lab", "shipped"], default="lab")
     args = ap.parse_args()
+    if args.real_pages and not args.lab:
+        ap.error("--real-pages reads a lab's pages: give --lab DIR")
+    if args.rules != "lab" and not args.real_pages:
+        ap.error("--rules applies to --real-pages only")
     if args.synthetic:
         args.partitions = args.partitions or 100_000
         synthetic(args)
@@ -212,11 +216,17 @@ def main() -> None:
                 restore()
         finally:
             collector.stop()
+        on_pages = sum(
+            len(jmx.parse(p, PROFILES[jmx.detect(p) or "monitor"]).keys) for p in pages.values()
+        )
         print(
-            f"the lab's pages: {len(pages)} brokers, {sum(map(len, pages.values())) / 1e6:.1f} "
+            f"the lab's pages: {len(pages)} brokers, {on_pages:,} replicas on them, "
+            f"{sum(map(len, pages.values())) / 1e6:.1f} "
             f"MB in all ({args.rules} rules); {len(ours):,} partitions of the metadata "
             f"({len(reads.partitions):,} listed)"
         )
+        # Per replica sample of the metadata's partitions: a page's replicas of other topics
+        # (the lab's own, earlier benchmarks') are read too, and inflate the figure.
         time_rounds(ours, pages, args.rounds, "auto")
         return
     try:
