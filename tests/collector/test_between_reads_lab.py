@@ -31,6 +31,7 @@ from monitor.dev.lab.admin import (
     reassignments,
     throttle,
     unthrottle,
+    wait_for_every_broker,
     wait_for_partitions,
 )
 from monitor.dev.lab.cluster import Lab
@@ -131,6 +132,13 @@ def test_a_failback_between_two_reads_is_no_loss(
             wait_for_partitions(
                 lab.bootstrap_servers, topic, lambda ps: ps[0].leader == 1, timeout_s=60,
                 what="led by 1 again",
+            )  # fmt: skip
+            # The round asks whichever broker its client likes, and each answers from its own
+            # metadata, which the election reaches broker by broker (a CI run's one round
+            # after the wait above did not show 1 leading): wait until every broker says so.
+            wait_for_every_broker(
+                lab.bootstrap_servers, topic, [1, 2, 3], lambda leaders: leaders.get(0) == 1,
+                timeout_s=30, what="led by 1 again",
             )  # fmt: skip
             back = rounds.until("led by 1 again", lambda e: e.leader == 1, topic, rounds=1)
             assert 1 in back.isr

@@ -12,6 +12,9 @@ one place documents the kafka-python 3.x quirks:
   KIP-966), not in Metadata.
 * ``elect_leaders(1, ...)`` (UNCLEAN) raises on per-partition errors but silently ignores
   ELECTION_NOT_NEEDED; the result is re-checked by describing the partition afterwards.
+* Each broker answers Metadata from its own copy of the cluster's metadata, which a change
+  (an election, an ISR change) reaches broker by broker: the client asks whichever it
+  likes. ``leaders_by_broker`` asks each broker named, for "every broker has seen it".
 * A new client, just after a broker's restart, can be told to ask a broker its own
   metadata does not list yet (``UnknownBrokerIdError`` before anything is sent): the
   requests that go to the controller (create, delete, elect, reassign) retry that with
@@ -30,6 +33,7 @@ from typing import Any
 import kafka.errors as Errors
 from kafka import KafkaAdminClient, TopicPartition
 from kafka.admin import OffsetSpec
+from kafka.protocol.metadata import MetadataRequest
 
 from monitor.dev.lab.errors import LabError
 
@@ -210,6 +214,63 @@ def wait_for_partitions(
         if time.monotonic() >= deadline:
             raise LabError(
                 f"timed out after {timeout_s:.0f}s waiting for {topic}: {what}; last {last}"
+            )
+        time.sleep(poll_s)
+
+
+def leaders_by_broker(
+    bootstrap_servers: str, topic: str, brokers: list[int], timeout_s: float = 10.0
+) -> dict[int, dict[int, int]]:
+    """Each broker's answer for ``topic``: partition -> leader (-1: none), as that broker's
+    own metadata says (a broker that does not answer is left out)."""
+    out: dict[int, dict[int, int]] = {}
+    with admin_client(bootstrap_servers, timeout_s) as admin:
+
+        async def ask() -> None:
+            for broker in brokers:
+                request = MetadataRequest(
+                    topics=[MetadataRequest.MetadataRequestTopic(name=topic)],
+                    allow_auto_topic_creation=False,
+                )
+                try:
+                    answer = (await admin._manager.send(request, node_id=broker)).to_dict()
+                except Errors.KafkaError as exc:
+                    _log.debug("metadata of broker %s: %s", broker, exc)
+                    continue
+                out[broker] = {
+                    int(p["partition_index"]): int(p["leader_id"])
+                    for t in answer["topics"]
+                    if t.get("name") == topic
+                    for p in t["partitions"]
+                }
+
+        admin._manager.run(ask)
+    return out
+
+
+def wait_for_every_broker(
+    bootstrap_servers: str,
+    topic: str,
+    brokers: list[int],
+    predicate: Callable[[dict[int, int]], bool],
+    *,
+    timeout_s: float,
+    what: str,
+    poll_s: float = 0.25,
+) -> None:
+    """Poll until every broker of ``brokers`` answers for ``topic`` with leaders
+    (partition -> leader) for which ``predicate`` holds; LabError on timeout."""
+    deadline = time.monotonic() + timeout_s
+    last: dict[int, dict[int, int]] = {}
+    while True:
+        with contextlib.suppress(Errors.KafkaError):
+            last = leaders_by_broker(bootstrap_servers, topic, brokers)
+            if len(last) == len(brokers) and all(map(predicate, last.values())):
+                return
+        if time.monotonic() >= deadline:
+            raise LabError(
+                f"timed out after {timeout_s:.0f}s waiting for every broker's metadata of "
+                f"{topic}: {what}; last {last}"
             )
         time.sleep(poll_s)
 
