@@ -14,7 +14,7 @@ one place documents the kafka-python 3.x quirks:
   ELECTION_NOT_NEEDED; the result is re-checked by describing the partition afterwards.
 * Each broker answers Metadata from its own copy of the cluster's metadata, which a change
   (an election, an ISR change) reaches broker by broker: the client asks whichever it
-  likes. ``leaders_by_broker`` asks each broker named, for "every broker has seen it".
+  likes. ``views_by_broker`` asks each broker named, for "every broker has seen it".
 * A new client, just after a broker's restart, can be told to ask a broker its own
   metadata does not list yet (``UnknownBrokerIdError`` before anything is sent): the
   requests that go to the controller (create, delete, elect, reassign) retry that with
@@ -218,12 +218,16 @@ def wait_for_partitions(
         time.sleep(poll_s)
 
 
-def leaders_by_broker(
+#: A partition as one broker's metadata has it: (leader, ISR); leader -1 for none.
+View = tuple[int, tuple[int, ...]]
+
+
+def views_by_broker(
     bootstrap_servers: str, topic: str, brokers: list[int], timeout_s: float = 10.0
-) -> dict[int, dict[int, int]]:
-    """Each broker's answer for ``topic``: partition -> leader (-1: none), as that broker's
-    own metadata says (a broker that does not answer is left out)."""
-    out: dict[int, dict[int, int]] = {}
+) -> dict[int, dict[int, View]]:
+    """Each broker's answer for ``topic``: partition -> (leader, ISR), as that broker's own
+    metadata says (a broker that does not answer is left out)."""
+    out: dict[int, dict[int, View]] = {}
     with admin_client(bootstrap_servers, timeout_s) as admin:
 
         async def ask() -> None:
@@ -238,7 +242,7 @@ def leaders_by_broker(
                     _log.debug("metadata of broker %s: %s", broker, exc)
                     continue
                 out[broker] = {
-                    int(p["partition_index"]): int(p["leader_id"])
+                    int(p["partition_index"]): (int(p["leader_id"]), _tuple(p["isr_nodes"]))
                     for t in answer["topics"]
                     if t.get("name") == topic
                     for p in t["partitions"]
@@ -252,19 +256,19 @@ def wait_for_every_broker(
     bootstrap_servers: str,
     topic: str,
     brokers: list[int],
-    predicate: Callable[[dict[int, int]], bool],
+    predicate: Callable[[dict[int, View]], bool],
     *,
     timeout_s: float,
     what: str,
     poll_s: float = 0.25,
 ) -> None:
-    """Poll until every broker of ``brokers`` answers for ``topic`` with leaders
-    (partition -> leader) for which ``predicate`` holds; LabError on timeout."""
+    """Poll until every broker of ``brokers`` answers for ``topic`` with partitions
+    (partition -> (leader, ISR)) for which ``predicate`` holds; LabError on timeout."""
     deadline = time.monotonic() + timeout_s
-    last: dict[int, dict[int, int]] = {}
+    last: dict[int, dict[int, View]] = {}
     while True:
         with contextlib.suppress(Errors.KafkaError):
-            last = leaders_by_broker(bootstrap_servers, topic, brokers)
+            last = views_by_broker(bootstrap_servers, topic, brokers)
             if len(last) == len(brokers) and all(map(predicate, last.values())):
                 return
         if time.monotonic() >= deadline:
