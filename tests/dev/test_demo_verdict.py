@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from monitor.dev.demo import loss_verdict
-from monitor.dev.demo.verdict import held_ranges
+from monitor.dev.demo.verdict import by_acknowledger, held_ranges
+from monitor.dev.lab.load import AckEntry
 from monitor.model import Finding, FindingKind, FindingState, Severity
 
 
@@ -117,3 +118,25 @@ def test_the_held_ranges_top_at_the_committed_hw_and_merge() -> None:
     assert held_ranges(loss) == [(10_348, 10_978)], [f.details for f in loss]
     # A correction covering the same offsets again counts them once.
     assert held_ranges([*loss, *loss]) == [(10_348, 10_978)]
+
+
+def test_a_record_a_later_leader_lost_uncommitted_is_not_the_old_leaders() -> None:
+    """The CI run where the failback moved leadership a moment after the new leader had
+    answered two appends (acks=1): offsets 7828-7829 were lost twice, the old leader's
+    records at the unclean election and the new leader's at the failback. Only the old
+    leader's are the verdict's: counted with the others, the consumer "missed" 785 offsets of
+    a 783-offset range and the exact report read as INCONSISTENT."""
+    held = loss(7065, 7848, 7848, "epoch")
+    old_acks = [AckEntry("orders", 0, o, "r", o, 1.0) for o in range(7065, 7851)]
+    later_acks = [AckEntry("orders", 0, o, "s", o, 9.0) for o in (7828, 7829)]
+    old, later = by_acknowledger(old_acks + later_acks, killed_at=5.0)
+    assert later == [7828, 7829] and len(old) == 786
+    ((lo, hi),) = held_ranges([held])
+    seen = sum(1 for o in old if lo <= o < hi)
+    after = sum(1 for o in old if o >= hi)
+    verdict, ok = loss_verdict([held], 783, hi - lo, seen, after, len(old))
+    assert ok, verdict
+    # With the later leader's two counted in, as before the split:
+    everything = sorted(old + later)
+    seen2 = sum(1 for o in everything if lo <= o < hi)
+    assert not loss_verdict([held], 783, hi - lo, seen2, after, len(everything))[1]

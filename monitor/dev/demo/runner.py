@@ -27,6 +27,7 @@ from monitor.dev.demo.monitor_stack import (
     monitor_cluster,
 )
 from monitor.dev.demo.summary import Summary
+from monitor.dev.demo.verdict import by_acknowledger
 from monitor.dev.processes.prom import (
     AlertmanagerProcess,
     PrometheusProcess,
@@ -177,7 +178,10 @@ class Demo:
                     for e in read_ack_log(self.acks, TOPIC)
                     if e.partition == 0 and e.at < killed_at
                 }
-                return summary.report(report.partitions[0].lost, acked, hook)
+                # The lost records the old leader acknowledged; those a new leader did (acks=1,
+                # above the HW when leadership moved on again: never committed) apart.
+                old, later = by_acknowledger(report.partitions[0].lost_entries, killed_at)
+                return summary.report(old, acked, hook, later)
             finally:
                 self._stop.set()
                 if collector is not None:

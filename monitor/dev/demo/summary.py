@@ -32,12 +32,21 @@ class Summary:
         self.stream = stream
         self.say = view.say
 
-    def report(self, lost_offsets: list[int], acked: set[int], hook: WebhookReceiver) -> int:
+    def report(
+        self,
+        lost_offsets: list[int],
+        acked: set[int],
+        hook: WebhookReceiver,
+        lost_later: list[int] | None = None,
+    ) -> int:
         """Prints the summary, writes its files; 0 if the loss verdict passes.
 
-        ``lost_offsets``: the victim partition's acknowledged offsets whose record is gone;
-        ``acked``: every offset of it the old leader acknowledged (the ack log, before the
-        kill)."""
+        ``lost_offsets``: the victim partition's offsets whose record, acknowledged by the old
+        leader (before the kill), is gone; ``acked``: every offset of it the old leader
+        acknowledged; ``lost_later``: offsets whose record a later leader acknowledged and
+        lost when leadership moved again before a follower had it (acks=1 above the HW:
+        never committed -- seen once in CI, the failback's preferred election a moment after
+        the new leader answered two appends). Shown, not part of the verdict."""
         view = self.view
         findings = [f for f in view.findings if f.topic == TOPIC]
         loss = [f for f in findings if f.kind == K.COMMITTED_DATA_LOSS]
@@ -90,6 +99,12 @@ class Summary:
             f"{after} acknowledged after its last sample of the old leader; "
             f"{unacked} offsets of the range were never acknowledged"
         )
+        if lost_later:
+            self.say(
+                f"   acknowledged by a later leader and lost uncommitted when leadership moved "
+                f"again (acks=1 above the HW; not committed data): {len(lost_later)} "
+                f"(offsets {lost_later[0]}..{lost_later[-1]})"
+            )
         plot = self.workdir / "explain-orders-0.png"
         self.plot(plot)
         (self.workdir / "findings.jsonl").write_text(
@@ -117,6 +132,7 @@ class Summary:
                     "consumer_lost_after_last_sample": after,
                     "reported_range_never_acknowledged": unacked,
                     "consumer_lost_below_reported_range": consumer_lost - seen - after,
+                    "lost_uncommitted_by_a_later_leader": len(lost_later or []),
                     "store_finding_kinds": sorted(stored),
                     # "consistent", or why not; and what each loss was judged on.
                     "loss_verdict": verdict.split(":")[0],

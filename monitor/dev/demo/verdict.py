@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+from monitor.dev.lab.load import AckEntry
 from monitor.model import Finding
 
 
@@ -33,6 +36,27 @@ def held_ranges(loss: list[Finding]) -> list[tuple[int, int]]:
         else:
             merged.append((lo, hi))
     return merged
+
+
+def by_acknowledger(lost: Iterable[AckEntry], killed_at: float) -> tuple[list[int], list[int]]:
+    """The lost records' offsets, sorted, split at the old leader's kill: those it
+    acknowledged (the verdict's), and those a later leader did -- acknowledged with acks=1
+    above the HW and gone when leadership moved again before a follower had them: never
+    committed, not the monitor's to report. An offset can be in both: the old leader's
+    record was lost at the unclean election, the new leader's at that offset at the
+    failback (CI: offsets 7828-7829, the failback's new epoch starting at 7828 a moment
+    after the new leader had answered them).
+
+    >>> def e(offset, at):
+    ...     return AckEntry("orders", 0, offset, "r", offset, at)
+    >>> by_acknowledger([e(7828, 5.0), e(7828, 9.0), e(7829, 9.1), e(7000, 1.0)], killed_at=6.0)
+    ([7000, 7828], [7828, 7829])
+    """
+    old: list[int] = []
+    later: list[int] = []
+    for entry in lost:
+        (old if entry.at < killed_at else later).append(entry.offset)
+    return sorted(old), sorted(later)
 
 
 def in_flight_bound(held: int) -> int:

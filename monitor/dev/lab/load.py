@@ -226,6 +226,9 @@ class PartitionReport:
     below_log_start: list[int] = field(default_factory=list)  # deleted by retention (not loss)
     high_watermark: int = 0
     log_start: int = 0
+    #: The acknowledgements behind ``lost``, each whole (an offset acknowledged twice -- by
+    #: an old leader, then by a new one after a truncation -- can be lost twice).
+    lost_entries: list[AckEntry] = field(default_factory=list)
 
     @property
     def lost(self) -> list[int]:
@@ -350,12 +353,15 @@ def verify(
                 rep.beyond_end.append(entry.offset)
             elif entry.offset < start:
                 rep.below_log_start.append(entry.offset)
+                continue
             elif entry.offset not in records:
                 rep.missing.append(entry.offset)
             elif records[entry.offset] != entry.value():
                 rep.replaced.append(entry.offset)
             else:
                 rep.intact += 1
+                continue
+            rep.lost_entries.append(entry)
         for values in (rep.missing, rep.replaced, rep.beyond_end, rep.below_log_start):
             values.sort()
     return report

@@ -193,6 +193,10 @@ def run_unclean_election_scenario(lab: Lab, tmp_path: Path, *, elr: bool) -> Non
     assert expected_lost == 250
     assert report.lost_count == expected_lost
     assert part.lost == list(range(follower_leo, leader_leo))
+    # Each lost offset's acknowledgement, whole: the unreplicated run's 250 (the new ones at
+    # the same offsets are intact).
+    assert sorted(e.offset for e in part.lost_entries) == part.lost
+    assert {e.run for e in part.lost_entries} == {unreplicated.run}
     # The 100 new records reuse offsets 150..249; 250..399 are beyond the new log end.
     assert part.replaced == list(range(150, 250))
     assert part.beyond_end == list(range(250, 400))
