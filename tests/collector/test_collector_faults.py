@@ -312,8 +312,11 @@ def test_a_dripping_exporter_cannot_stretch_the_round(monkeypatch: pytest.Monkey
             read_metadata=_metadata,
             workers=3,
             jmx_urls={1: good, 2: slow, 3: good},
-            jmx_timeout_s=0.5,
-            round_timeout_s=2.0,
+            # Deadlines far above a good page's read, far below the drip's minutes: the
+            # light test lane runs at the lowest priority beside JVMs (CI read brokers 1 and
+            # 3 as failed scrapes once at 0.5 s).
+            jmx_timeout_s=5.0,
+            round_timeout_s=10.0,
         )
         res = _returns(lambda: _round(c))
     assert {b: e.alive for b, e in _brokers(res).items()} == {1: True, 2: False, 3: True}
@@ -351,8 +354,8 @@ def test_a_page_not_in_by_the_rounds_deadline_is_a_failed_scrape(
         read_metadata=_metadata,
         workers=3,
         clock=lambda: next(ticks),
-        jmx_timeout_s=1.0,  # the stub ignores it: this page is held past any deadline
-        round_timeout_s=1.0,
+        jmx_timeout_s=5.0,  # the stub ignores it: this page is held past any deadline
+        round_timeout_s=5.0,  # the good pages' round at the lowest priority, beside JVMs
     )
     monkeypatch.setattr(mod.jmx, "fetch", fetch)
     try:
@@ -365,7 +368,7 @@ def test_a_page_not_in_by_the_rounds_deadline_is_a_failed_scrape(
     assert {b: e.alive for b, e in _brokers(first).items()} == {1: True, 2: False, 3: True}
     assert sorted(_replicas(first)) == [(1, 0), (1, 1), (3, 0), (3, 1)]
     assert first.errors == [
-        ("jmx", "broker 2: no page by the round's deadline (round_timeout_s 1 s)")
+        ("jmx", "broker 2: no page by the round's deadline (round_timeout_s 5 s)")
     ]
     # The next round: broker 2 read afresh, once, at that round's stamp.
     events = [*_brokers(second).values(), *readings(second.events)]
