@@ -64,14 +64,10 @@ def test_a_reassignment_between_two_reads_is_a_handover(lab: Lab, tmp_path: Path
         while any(k[0] == topic for k in reassignments(lab.bootstrap_servers)):
             assert time.monotonic() < deadline, "the reassignment did not finish"
             time.sleep(0.2)
-        wait_for_partitions(
-            lab.bootstrap_servers, topic,
+        wait_for_every_broker(  # each broker's own metadata (the failback's note)
+            lab.bootstrap_servers, topic, [1, 2, 3],
             lambda ps: list(ps[0].replicas) == [3] and ps[0].leader == 3, timeout_s=30,
             what="moved to [3]",
-        )  # fmt: skip
-        wait_for_every_broker(  # each broker's own metadata too (the failback's note)
-            lab.bootstrap_servers, topic, [1, 2, 3], lambda ps: ps[0][0] == 3, timeout_s=30,
-            what="led by 3",
         )  # fmt: skip
         moved = rounds.until("led by 3", lambda e: e.leader == 3, topic, rounds=1)
         assert moved.replicas == [3] and not moved.adding_replicas
@@ -133,16 +129,12 @@ def test_a_failback_between_two_reads_is_no_loss(
                 what="1 back in the ISR",
             )  # fmt: skip
             elect_leader(lab.bootstrap_servers, topic, 0, unclean=False)
-            wait_for_partitions(
-                lab.bootstrap_servers, topic, lambda ps: ps[0].leader == 1, timeout_s=60,
-                what="led by 1 again",
-            )  # fmt: skip
             # The round asks whichever broker its client likes, and each answers from its own
             # metadata, which the election reaches broker by broker (a CI run's one round
-            # after the wait above did not show 1 leading): wait until every broker says so.
+            # after the Admin API showed 1 leading did not): wait until every broker says so.
             wait_for_every_broker(
-                lab.bootstrap_servers, topic, [1, 2, 3], lambda ps: ps[0][0] == 1,
-                timeout_s=30, what="led by 1 again",
+                lab.bootstrap_servers, topic, [1, 2, 3], lambda ps: ps[0].leader == 1,
+                timeout_s=60, what="led by 1 again",
             )  # fmt: skip
             back = rounds.until("led by 1 again", lambda e: e.leader == 1, topic, rounds=1)
             assert 1 in back.isr
@@ -191,13 +183,9 @@ def test_an_rf2_rolling_restart_between_two_reads_is_no_page(lab: Lab, tmp_path:
                 what="2 back in the ISR",
             )  # fmt: skip
             lab.stop(1)
-            wait_for_partitions(
-                lab.bootstrap_servers, topic, lambda ps: ps[0].leader == 2, timeout_s=60,
-                what="led by 2",
-            )  # fmt: skip
-            wait_for_every_broker(  # each live broker's own metadata too (the failback's note)
-                lab.bootstrap_servers, topic, [2, 3], lambda ps: ps[0][0] == 2, timeout_s=30,
-                what="led by 2",
+            wait_for_every_broker(  # each live broker's own metadata (the failback's note)
+                lab.bootstrap_servers, topic, [2, 3], lambda ps: ps[0].leader == 2,
+                timeout_s=60, what="led by 2",
             )  # fmt: skip
             led = rounds.until("led by 2", lambda e: e.leader == 2, topic, rounds=1)
             assert list(led.isr) == [2], led
@@ -283,8 +271,8 @@ def test_a_clean_failover_during_a_slow_scrape_is_no_page(
                 slow_round.join(90)
             gates[2].block()
             wait_for_every_broker(  # each live broker's own metadata too (the failback's note)
-                lab.bootstrap_servers, topic, [2, 3], lambda ps: ps[0][0] == 2, timeout_s=30,
-                what="led by 2",
+                lab.bootstrap_servers, topic, [2, 3], lambda ps: ps[0].leader == 2,
+                timeout_s=30, what="led by 2",
             )  # fmt: skip
             elected = rounds.until("led by 2", lambda e: e.leader == 2, topic, rounds=1)
             assert elected.epoch_start_offset is None

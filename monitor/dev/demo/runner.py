@@ -173,11 +173,8 @@ class Demo:
                 # the unclean election the new leader acknowledges the same offsets again).
                 killed = self.view.fault_times.get("kill", time.monotonic())
                 killed_at = time.time() - (time.monotonic() - killed)
-                acked = {
-                    e.offset
-                    for e in read_ack_log(self.acks, TOPIC)
-                    if e.partition == 0 and e.at < killed_at
-                }
+                entries = [e for e in read_ack_log(self.acks, TOPIC) if e.partition == 0]
+                acked = set(by_acknowledger(entries, killed_at)[0])
                 # The lost records the old leader acknowledged; those a new leader did (acks=1,
                 # above the HW when leadership moved on again: never committed) apart.
                 old, later = by_acknowledger(report.partitions[0].lost_entries, killed_at)

@@ -37,7 +37,7 @@ class Summary:
         lost_offsets: list[int],
         acked: set[int],
         hook: WebhookReceiver,
-        lost_later: list[int] | None = None,
+        lost_later: list[int],
     ) -> int:
         """Prints the summary, writes its files; 0 if the loss verdict passes.
 
@@ -132,7 +132,7 @@ class Summary:
                     "consumer_lost_after_last_sample": after,
                     "reported_range_never_acknowledged": unacked,
                     "consumer_lost_below_reported_range": consumer_lost - seen - after,
-                    "lost_uncommitted_by_a_later_leader": len(lost_later or []),
+                    "lost_uncommitted_by_a_later_leader": len(lost_later),
                     "store_finding_kinds": sorted(stored),
                     # "consistent", or why not; and what each loss was judged on.
                     "loss_verdict": verdict.split(":")[0],

@@ -14,7 +14,7 @@ one place documents the kafka-python 3.x quirks:
   ELECTION_NOT_NEEDED; the result is re-checked by describing the partition afterwards.
 * Each broker answers Metadata from its own copy of the cluster's metadata, which a change
   (an election, an ISR change) reaches broker by broker: the client asks whichever it
-  likes. ``views_by_broker`` asks each broker named, for "every broker has seen it".
+  likes. ``describe_by_broker`` asks each broker named, for "every broker has seen it".
 * A new client, just after a broker's restart, can be told to ask a broker its own
   metadata does not list yet (``UnknownBrokerIdError`` before anything is sent): the
   requests that go to the controller (create, delete, elect, reassign) retry that with
@@ -28,7 +28,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import kafka.errors as Errors
 from kafka import KafkaAdminClient, TopicPartition
@@ -166,13 +166,24 @@ def describe_topic(
                         _tuple(p.get("eligible_leader_replicas")),
                         _tuple(p.get("last_known_elr")),
                     )
+    return _partition_states(topic, topics, elr)
+
+
+def _partition_states(
+    topic: str,
+    entries: list[dict[str, Any]],
+    elr: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] | None = None,
+) -> list[PartitionState]:
+    """``topic``'s partitions in the topics of a Metadata answer (``describe_topics``, or one
+    broker's own: :func:`describe_by_broker`), sorted by id; ``elr``: partition -> (ELR,
+    last known ELR), where the answer had them."""
     out: list[PartitionState] = []
-    for entry in topics:
+    for entry in entries:
         if entry.get("name") != topic or entry.get("error_code", 0) not in (0, None):
             continue
         for p in entry["partitions"]:
             index = int(p["partition_index"])
-            e = elr.get(index)
+            e = elr.get(index) if elr else None
             out.append(
                 PartitionState(
                     topic=topic,
@@ -200,34 +211,51 @@ def wait_for_partitions(
     poll_s: float = 0.25,
 ) -> list[PartitionState]:
     """Poll ``describe_topic`` until ``predicate(states)`` holds; LabError on timeout."""
+    return _poll(
+        lambda: describe_topic(bootstrap_servers, topic, with_elr=with_elr),
+        predicate,
+        timeout_s=timeout_s,
+        what=f"{topic}: {what}",
+        poll_s=poll_s,
+    )
+
+
+_R = TypeVar("_R")
+
+
+def _poll(
+    read: Callable[[], _R],
+    predicate: Callable[[_R], bool],
+    *,
+    timeout_s: float,
+    what: str,
+    poll_s: float,
+) -> _R:
+    """``read()`` every ``poll_s`` until ``predicate`` holds of what it read, and that; a read
+    that fails is transient (a leader moving, a broker restarting) but a LabError; LabError
+    once ``timeout_s`` have passed, with the last read."""
     deadline = time.monotonic() + timeout_s
-    last: list[PartitionState] = []
+    last: _R | None = None
     while True:
         try:
-            last = describe_topic(bootstrap_servers, topic, with_elr=with_elr)
+            last = read()
             if predicate(last):
                 return last
         except LabError:
             raise
-        except Exception as exc:  # transient: leader moving, broker restarting
-            _log.debug("describe %s failed: %s", topic, exc)
+        except Exception as exc:
+            _log.debug("waiting for %s: %s", what, exc)
         if time.monotonic() >= deadline:
-            raise LabError(
-                f"timed out after {timeout_s:.0f}s waiting for {topic}: {what}; last {last}"
-            )
+            raise LabError(f"timed out after {timeout_s:.0f}s waiting for {what}; last {last}")
         time.sleep(poll_s)
 
 
-#: A partition as one broker's metadata has it: (leader, ISR); leader -1 for none.
-View = tuple[int, tuple[int, ...]]
-
-
-def views_by_broker(
+def describe_by_broker(
     bootstrap_servers: str, topic: str, brokers: list[int], timeout_s: float = 10.0
-) -> dict[int, dict[int, View]]:
-    """Each broker's answer for ``topic``: partition -> (leader, ISR), as that broker's own
-    metadata says (a broker that does not answer is left out)."""
-    out: dict[int, dict[int, View]] = {}
+) -> dict[int, list[PartitionState]]:
+    """``topic``'s partitions as each broker's own metadata has them (a broker that does not
+    answer is left out; no ELR: Metadata does not carry it)."""
+    out: dict[int, list[PartitionState]] = {}
     with admin_client(bootstrap_servers, timeout_s) as admin:
 
         async def ask() -> None:
@@ -241,12 +269,7 @@ def views_by_broker(
                 except Errors.KafkaError as exc:
                     _log.debug("metadata of broker %s: %s", broker, exc)
                     continue
-                out[broker] = {
-                    int(p["partition_index"]): (int(p["leader_id"]), _tuple(p["isr_nodes"]))
-                    for t in answer["topics"]
-                    if t.get("name") == topic
-                    for p in t["partitions"]
-                }
+                out[broker] = _partition_states(topic, answer["topics"])
 
         admin._manager.run(ask)
     return out
@@ -256,27 +279,26 @@ def wait_for_every_broker(
     bootstrap_servers: str,
     topic: str,
     brokers: list[int],
-    predicate: Callable[[dict[int, View]], bool],
+    predicate: Callable[[list[PartitionState]], bool],
     *,
     timeout_s: float,
     what: str,
     poll_s: float = 0.25,
 ) -> None:
-    """Poll until every broker of ``brokers`` answers for ``topic`` with partitions
-    (partition -> (leader, ISR)) for which ``predicate`` holds; LabError on timeout."""
-    deadline = time.monotonic() + timeout_s
-    last: dict[int, dict[int, View]] = {}
-    while True:
-        with contextlib.suppress(Errors.KafkaError):
-            last = views_by_broker(bootstrap_servers, topic, brokers)
-            if len(last) == len(brokers) and all(map(predicate, last.values())):
-                return
-        if time.monotonic() >= deadline:
-            raise LabError(
-                f"timed out after {timeout_s:.0f}s waiting for every broker's metadata of "
-                f"{topic}: {what}; last {last}"
-            )
-        time.sleep(poll_s)
+    """:func:`wait_for_partitions`, until ``predicate`` holds for the partitions as each of
+    ``brokers`` has them in its own metadata (:func:`describe_by_broker`): a client's next
+    request may go to any of them."""
+
+    def every_broker(views: dict[int, list[PartitionState]]) -> bool:
+        return len(views) == len(brokers) and all(map(predicate, views.values()))
+
+    _poll(
+        lambda: describe_by_broker(bootstrap_servers, topic, brokers),
+        every_broker,
+        timeout_s=timeout_s,
+        what=f"{topic}, every broker's metadata: {what}",
+        poll_s=poll_s,
+    )
 
 
 def elect_leader(
