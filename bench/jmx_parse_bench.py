@@ -1,6 +1,7 @@
 """Reading one broker's exporter page: ``jmx.parse`` per profile and ``jmx.detect``.
 
     python -m bench.jmx_parse_bench [--replicas 10000] [--runs 15]
+    python -m bench.jmx_parse_bench --page FILE [--runs 15]
 
 A page of ``--replicas`` replicas in each profile's names, as the Prometheus JMX exporter
 (1.x: the Prometheus Java client 1.x) prints it: one block per metric family, families
@@ -11,6 +12,10 @@ a few JVM series. Prints the CPU time (best of ``--runs``, the cyclic garbage co
 paused as in a round) of :func:`jmx.parse` (every round, every broker) per replica, of the
 line-by-line reading it falls back to (:func:`jmx.parse_lines`: the parser before), and of
 :func:`jmx.detect` (once per broker).
+
+``--page FILE``: the same figures on a page saved from a real exporter (``curl
+http://127.0.0.1:PORT/metrics > FILE`` on a lab broker), in the profile :func:`jmx.detect`
+finds, per replica whose log end is on it.
 """
 
 from __future__ import annotations
@@ -117,16 +122,29 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--replicas", type=int, default=10_000)
     ap.add_argument("--runs", type=int, default=15)
+    ap.add_argument("--page", help="a saved exporter page, instead of synthetic ones")
     args = ap.parse_args()
-    n = args.replicas
-    for name, names in PROFILES.items():
-        text = broker_page(names, CLIENT[name], n)
+    if args.page:
+        try:
+            with open(args.page, encoding="utf-8") as f:
+                text = f.read()
+        except (OSError, UnicodeDecodeError) as e:
+            ap.error(f"--page {args.page}: {e}")
+        name = detect(text)
+        if name is None:
+            ap.error(f"--page {args.page}: no profile's names on it (jmx.detect)")
+        pages = [(name, text, len(parse(text, PROFILES[name]).keys))]
+    else:
+        pages = [(name, broker_page(names, CLIENT[name], args.replicas), args.replicas)
+                 for name, names in PROFILES.items()]  # fmt: skip
+    for name, text, n in pages:
+        names = PROFILES[name]
         assert parse(text, names) == parse_lines(text, names)
         bulk = cpu_best(lambda: parse(text, names), args.runs)  # noqa: B023 -- run at once
         lines = cpu_best(lambda: parse_lines(text, names), max(3, args.runs // 5))  # noqa: B023
         det = cpu_best(lambda: detect(text), max(3, args.runs // 5))  # noqa: B023
         print(
-            f"{name:9} {text.count(chr(10)):,} lines, {len(text) / 1e6:.1f} MB: "
+            f"{name:9} {n:,} replicas, {text.count(chr(10)):,} lines, {len(text) / 1e6:.1f} MB: "
             f"parse {bulk * 1e3:.1f} ms ({bulk / n * 1e6:.2f} µs/replica), "
             f"line by line {lines * 1e3:.1f} ms ({lines / n * 1e6:.2f} µs/replica), "
             f"detect {det * 1e3:.1f} ms"

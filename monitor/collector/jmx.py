@@ -504,10 +504,10 @@ def _by_prefix(heads: Iterable[str]) -> tuple[tuple[str, tuple[str, ...]], ...]:
     A page is searched once for each group's prefix instead of once for each name: a
     broker's counters share few prefixes, and each search walks the megabytes of the
     families read by no one (the lab's page at 10k partitions, every Kafka MBean: 8.4 MB, 5
-    MB of it before the log ends). ``jmx.parse`` of that page: 3.45 -> 3.17 µs a replica
-    (best of 5). The prefix is the group's longest common one, so that it matches as few
-    other families' lines as may be; each line it matches is still checked against each
-    head of the group (``_parse_bulk``).
+    MB of it before the log ends). ``jmx.parse`` of that page: 3.75 -> 3.40 µs a replica
+    (``bench.jmx_parse_bench --page``, docs/collector.md). The prefix is the group's
+    longest common one, so that it matches as few other families' lines as may be; each
+    line it matches is still checked against each head of the group (``_parse_bulk``).
 
     >>> _by_prefix(["\nkafka_server_rm_a", "\nkafka_server_rm_b", "\nup"])
     (('\nkafka_server_rm_', ('\nkafka_server_rm_a', '\nkafka_server_rm_b')), ('\nup', ('\nup',)))
