@@ -115,6 +115,7 @@ def time_rounds(
     for mode in ("replica", "partition"):
         config = CollectorConfig(
             cluster="bench",
+            kafka={"bootstrap_servers": "127.0.0.1:9"},  # the Admin API is stubbed
             jmx_urls={b: f"http://broker/{b}" for b in pages},
             jmx_profile=jmx_profile,
             round_records=mode,

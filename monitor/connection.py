@@ -78,7 +78,8 @@ class KafkaConnection(BaseModel):
     # hide_input_in_errors: a validation error must not echo the input (it holds secrets).
     model_config = ConfigDict(extra="forbid", hide_input_in_errors=True, frozen=True)
 
-    bootstrap_servers: str = Field("127.0.0.1:9092", min_length=1)
+    #: Required: no address is a safe guess (docs/configuration.md).
+    bootstrap_servers: str = Field(min_length=1)
     security_protocol: Protocol = "PLAINTEXT"
     sasl_mechanism: Mechanism | None = None
     sasl_username: str | None = None

@@ -306,10 +306,63 @@ def load(
         return cls(**(args or {}))
 
 
-def describe_error(e: ValidationError) -> str:
-    """A validation error in one line, without the input (it may hold a secret)."""
+def describe_error(e: ValidationError, required: Mapping[str, str] | None = None) -> str:
+    """A validation error in one line, without the input (it may hold a secret).
+
+    ``required``: for a setting without a default (``kafka.bootstrap_servers``), how to give
+    it -- said in place of pydantic's "Field required". A nested model missing as a whole
+    (``kafka``) is reported as its required key.
+
+    >>> from pydantic import BaseModel
+    >>> class K(BaseModel):
+    ...     bootstrap_servers: str
+    >>> class C(BaseModel):
+    ...     kafka: K
+    >>> try:
+    ...     C()
+    ... except ValidationError as e:
+    ...     print(describe_error(e, {"kafka.bootstrap_servers": "--bootstrap HOST:PORT"}))
+    kafka.bootstrap_servers is required: --bootstrap HOST:PORT
+    """
+    hints = required or {}
     parts = []
     for err in e.errors(include_input=False, include_url=False):
         loc = ".".join(str(x) for x in err["loc"])
+        if err["type"] == "missing":
+            key = next((k for k in hints if k == loc or k.startswith(f"{loc}.")), None)
+            if key is not None:
+                parts.append(f"{key} is required: {hints[key]}")
+                continue
+            if loc:
+                parts.append(f"{loc} is required")
+                continue
         parts.append(f"{loc}: {err['msg']}" if loc else str(err["msg"]))
-    return "; ".join(parts)
+    return "; ".join(dict.fromkeys(parts))
+
+
+#: The folder of the monitor's state: under the unit's ``StateDirectory`` (systemd sets
+#: ``$STATE_DIRECTORY``), else ``$XDG_STATE_HOME/kafka-replication-monitor``, else
+#: ``~/.local/state/kafka-replication-monitor`` (the XDG base directory default).
+STATE_APP = "kafka-replication-monitor"
+
+
+def state_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """Where the job's checkpoint and store and ``monitor run``'s own cluster live when no
+    setting names a place: never a path relative to the working folder.
+
+    >>> state_dir({"STATE_DIRECTORY": "/var/lib/krm:/var/lib/other"})
+    PosixPath('/var/lib/krm')
+    >>> state_dir({"XDG_STATE_HOME": "/s", "HOME": "/h"})
+    PosixPath('/s/kafka-replication-monitor')
+    >>> state_dir({"HOME": "/h"})
+    PosixPath('/h/.local/state/kafka-replication-monitor')
+    """
+    env = os.environ if environ is None else environ
+    unit = env.get("STATE_DIRECTORY", "")
+    if unit:
+        return Path(unit.split(":")[0])  # systemd joins several with ':'; the first is ours
+    xdg = env.get("XDG_STATE_HOME", "")
+    if xdg and Path(xdg).is_absolute():  # the spec: a relative one is to be ignored
+        return Path(xdg) / STATE_APP
+    home = env.get("HOME") or str(Path.home())
+    return Path(home) / ".local" / "state" / STATE_APP

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from monitor import logs, settings
-from streaming.config import StreamingConfig, load_config
+from streaming.config import REQUIRED, StreamingConfig, load_config
 
 EXIT_USAGE = 64  # monitor.cli.EXIT_USAGE (streaming may not import the CLI above it)
 EXIT_CONFIG = 78  # monitor.cli.EXIT_CONFIG
@@ -42,8 +42,8 @@ def add_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--bootstrap",
-        help="bootstrap servers of the monitor's Kafka cluster (127.0.0.1:19092; the rest of "
-        "the connection: MONITOR_STREAMING_KAFKA__*)",
+        help="bootstrap servers of the monitor's own Kafka cluster, where the events are "
+        "(required; the rest of the connection: MONITOR_STREAMING_KAFKA__*)",
     )
     p.add_argument("--events-topic", help=f"events topic ({d['events_topic'].default})")
     p.add_argument("--findings-topic", help=f"findings topic ({d['findings_topic'].default})")
@@ -158,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         cfg = config_from_args(args)
     except ValidationError as e:
-        print(f"monitor stream: invalid configuration: {settings.describe_error(e)}",
+        print(f"monitor stream: invalid configuration: {settings.describe_error(e, REQUIRED)}",
               file=sys.stderr)  # fmt: skip
         return EXIT_CONFIG
     except (ValueError, OSError) as e:

@@ -48,9 +48,8 @@ class StreamingConfig(settings.LayeredSettings):
 
     # -- Kafka (the monitor's own cluster: events in, findings and dead letters out) ---------
     kafka: KafkaConnection = Field(
-        default_factory=lambda: KafkaConnection(bootstrap_servers="127.0.0.1:19092"),
         description="how to reach the cluster of the monitor's topics (docs/reliability.md"
-        "#security): the collector's settings, rendered for the Java client",
+        "#security): the collector's settings, rendered for the Java client; required",
     )
     events_topic: str = EVENTS_TOPIC
     findings_topic: str = FINDINGS_TOPIC
@@ -81,11 +80,14 @@ class StreamingConfig(settings.LayeredSettings):
     )
     app_name: str = "kafka-replication-monitor"
     checkpoint: str = Field(
-        ".cache/streaming/checkpoint",
-        description="checkpoint location: a local folder, or any Hadoop URI (hdfs://, s3a://)",
+        default_factory=lambda: str(settings.state_dir() / "checkpoint"),
+        description="checkpoint location: a local folder, or any Hadoop URI (hdfs://, s3a://); "
+        "default: checkpoint/ in the state folder (monitor.settings.state_dir)",
     )
     store: str = Field(
-        ".cache/streaming/store", description="Parquet state store (local folder or Hadoop URI)"
+        default_factory=lambda: str(settings.state_dir() / "store"),
+        description="Parquet state store (local folder or Hadoop URI); default: store/ in the "
+        "state folder",
     )
     shuffle_partitions: int = Field(2, ge=1, le=10_000)
     spark_conf: dict[str, str] = Field(default_factory=dict, description="extra Spark settings")
@@ -210,6 +212,14 @@ class StreamingConfig(settings.LayeredSettings):
     @property
     def store_location(self) -> str:
         return self.resolve_location(self.store)
+
+
+#: How to give each setting that has no default, for the line that says it is missing.
+REQUIRED = {
+    "kafka.bootstrap_servers": "the bootstrap servers of the monitor's own cluster, where "
+    "the events are read (--bootstrap HOST:PORT, MONITOR_STREAMING_KAFKA__BOOTSTRAP_SERVERS, "
+    "or kafka.bootstrap_servers in the --config file)",
+}
 
 
 def unknown_env_keys(environ: dict[str, str] | None = None) -> list[str]:

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from monitor import settings
 from monitor.cli import main
@@ -110,6 +110,17 @@ def test_the_reference_lists_every_setting_and_no_other() -> None:
     assert sorted(set(documented) - models) == [], "the doc lists keys no model has"
 
 
+#: Defaults the doc gives as a place in the state folder (docs/configuration.md).
+STATE_FOLDER_DEFAULTS = {
+    "streaming.checkpoint": "`checkpoint/` in the [state folder](#the-state-folder)",
+    "streaming.store": "`store/` in the [state folder](#the-state-folder)",
+}
+
+
+def _required(model: type[Any], name: str) -> bool:
+    return issubclass(model, BaseModel) and model.model_fields[name].is_required()
+
+
 def _default(model: type[Any], name: str) -> Any:
     if issubclass(model, BaseModel):
         return model.model_fields[name].get_default(call_default_factory=True)
@@ -140,7 +151,12 @@ def test_the_reference_gives_each_settings_default_and_variable() -> None:
         prefix = settings.env_prefix(MODELS[parents[0]])
         variable = prefix + "__".join(p.upper() for p in [*parents[1:], name])
         assert fnmatch.fnmatchcase(variable, row.env), (path, row.env, variable)
-        if settings.nested_model(annotation) is None:  # nested ones point to their table
+        if path in STATE_FOLDER_DEFAULTS:  # under the state folder, wherever that is
+            assert row.default == STATE_FOLDER_DEFAULTS[path], path
+            assert _default(model, name) == str(settings.state_dir() / name), path
+        elif _required(model, name):
+            assert "required" in row.default, path
+        elif settings.nested_model(annotation) is None:  # nested ones point to their table
             assert row.default == _render(_default(model, name)), path
         checked += 1
     assert checked > 60
@@ -323,7 +339,9 @@ def test_the_file_may_be_named_by_the_environment(
     monkeypatch.setenv("MONITOR_STREAMING_CONFIG", str(_write(tmp_path, "s.yml", STREAMING_YAML)))
     assert _collector().cluster == "from-file"
     assert _streaming().buckets == 8
-    other = _write(tmp_path, "other.toml", 'cluster = "flag-file"\n')
+    other = _write(
+        tmp_path, "other.toml", 'cluster = "flag-file"\nkafka.bootstrap_servers = "o:1"\n'
+    )
     assert _collector("--config", str(other)).cluster == "flag-file"  # --config first
 
 
@@ -418,7 +436,7 @@ def test_a_value_a_setting_refuses_is_one_line_naming_the_key(
 def test_the_streaming_profile_variable_is_not_a_mistake(monkeypatch: pytest.MonkeyPatch) -> None:
     """streaming.operator reads MONITOR_STREAMING_PROFILE (per-bucket handler times)."""
     monkeypatch.setenv("MONITOR_STREAMING_PROFILE", "/tmp/profile.txt")
-    assert _streaming().buckets == 16
+    assert _streaming("--bootstrap", "m:9092").buckets == 16
 
 
 def test_settings_built_directly_read_no_file(
@@ -427,5 +445,48 @@ def test_settings_built_directly_read_no_file(
     """The file is in force only while :func:`monitor.settings.load` builds the settings."""
     monkeypatch.setenv("MONITOR_COLLECTOR_CONFIG", str(_write(tmp_path, "c.toml", COLLECTOR_TOML)))
     assert _collector().cluster == "from-file"
-    assert CollectorConfig().cluster == "default"
-    assert KafkaConnection().bootstrap_servers == "127.0.0.1:9092"
+    assert CollectorConfig(kafka={"bootstrap_servers": "127.0.0.1:9092"}).cluster == "default"
+    with pytest.raises(ValidationError, match="bootstrap_servers"):  # no address is safe
+        KafkaConnection()  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize(
+    ("argv", "key", "how"),
+    [
+        # 1: the watched cluster has no safe default address (a lab's was one).
+        (["collect"], "kafka.bootstrap_servers", "--bootstrap HOST:PORT"),
+        # 2: nor has the monitor's own cluster (the job read a lab port before).
+        (["stream"], "kafka.bootstrap_servers", "the monitor's own cluster"),
+        # 3: the job's connection from the environment, but not its address.
+        (["stream", "--once"], "kafka.bootstrap_servers", "MONITOR_STREAMING_KAFKA__BOOTSTRAP"),
+        # 4: publishing with nowhere of the monitor's own to publish: refused, not the
+        #    watched cluster by default (a monitor riding on what it watches goes blind).
+        (["collect", "--bootstrap", "k:9092"], "events_kafka", "events_on_watched_cluster"),
+    ],
+)
+def test_a_setting_without_a_safe_default_is_one_line_naming_it(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    argv: list[str],
+    key: str,
+    how: str,
+) -> None:
+    if argv == ["stream", "--once"]:
+        monkeypatch.setenv("MONITOR_STREAMING_KAFKA__SECURITY_PROTOCOL", "SSL")
+    err = _refused(capsys, *argv)
+    assert f"{key} is required" in err and how in err, err
+
+
+def test_the_job_keeps_its_state_in_the_state_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not under the working folder (``.cache/streaming`` before): systemd's
+    ``StateDirectory`` first, then ``$XDG_STATE_HOME``."""
+    monkeypatch.delenv("STATE_DIRECTORY", raising=False)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
+    cfg = _streaming("--bootstrap", "m:9092")
+    assert cfg.checkpoint_location == str(
+        tmp_path / "xdg" / "kafka-replication-monitor" / "checkpoint"
+    )
+    monkeypatch.setenv("STATE_DIRECTORY", str(tmp_path / "unit"))
+    assert _streaming("--bootstrap", "m:9092").store_location == str(tmp_path / "unit" / "store")

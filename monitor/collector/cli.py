@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from monitor import logs, settings
 from monitor.collector.check import admin_only_notice, check
 from monitor.collector.collector import Collector, RoundResult
-from monitor.collector.config import CollectorConfig, load_config
+from monitor.collector.config import REQUIRED, CollectorConfig, load_config
 from monitor.collector.jmx import PROFILES
 from monitor.collector.security import KafkaConnectError
 from monitor.contract.events import dumps
@@ -44,7 +44,22 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--lab", type=Path, metavar="DIR", help="collect from the lab in DIR (its collector.json)"
     )
-    p.add_argument("--bootstrap", help="bootstrap servers, host:port[,host:port]")
+    p.add_argument(
+        "--bootstrap", help="bootstrap servers of the watched cluster, host:port[,host:port]"
+    )
+    p.add_argument(
+        "--events-bootstrap",
+        metavar="HOST:PORT",
+        help="bootstrap servers of the monitor's own cluster, where the events go (the rest "
+        "of its connection: MONITOR_COLLECTOR_EVENTS_KAFKA__*)",
+    )
+    p.add_argument(
+        "--events-on-watched-cluster",
+        action="store_true",
+        default=None,
+        help="publish the events on the watched cluster itself (a blind spot: see "
+        "docs/deploy.md); without it, --events-bootstrap is required to publish",
+    )
     p.add_argument(
         "--jmx",
         action="append",
@@ -110,6 +125,8 @@ def build_config(args: argparse.Namespace) -> CollectorConfig:
         flags.update(lab)
     if args.bootstrap:
         flags.setdefault("kafka", {})["bootstrap_servers"] = args.bootstrap
+    if args.events_bootstrap:
+        flags.setdefault("events_kafka", {})["bootstrap_servers"] = args.events_bootstrap
     for item in args.jmx:
         broker, _, url = item.partition("=")
         if not broker.isdigit() or not url:
@@ -125,6 +142,7 @@ def build_config(args: argparse.Namespace) -> CollectorConfig:
         ("jmx_profile", args.jmx_profile),
         ("round_records", args.round_records),
         ("shard", args.shard),
+        ("events_on_watched_cluster", args.events_on_watched_cluster),
     ):
         if value is not None:
             flags[key] = value
@@ -135,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         config = build_config(args)
     except ValidationError as e:
-        print(f"monitor collect: invalid configuration: {settings.describe_error(e)}",
+        print(f"monitor collect: invalid configuration: {settings.describe_error(e, REQUIRED)}",
               file=sys.stderr)  # fmt: skip
         return 78  # monitor.cli.EXIT_CONFIG
     except (ValueError, OSError) as e:
@@ -151,6 +169,12 @@ def run(args: argparse.Namespace) -> int:
         result = {"result": "ok" if code == 0 else "fail", "exit_code": code, "lines": lines}
         print(json.dumps(result, indent=2))
         return code
+    if args.out is None:  # publishing: somewhere to publish, said before connecting
+        try:
+            config.events_connection()
+        except ValueError as e:
+            print(f"monitor collect: invalid configuration: {e}", file=sys.stderr)
+            return 78
     if not config.jmx_urls:
         print(f"monitor collect: {admin_only_notice()}", file=sys.stderr)
     collector = Collector(config)

@@ -44,7 +44,7 @@ from monitor.collector.admin import (
     read_reassignments,
     read_topic_configs,
 )
-from monitor.collector.config import CollectorConfig
+from monitor.collector.config import BLIND_SPOT, CollectorConfig
 from monitor.collector.security import explain_connect_failure, install_redaction
 from monitor.collector.versions import broker_version, trust_unclean_counter
 from monitor.contract.events import AnyEvent, BrokerEvent, dumps
@@ -189,8 +189,13 @@ class Collector:
     # -- lifecycle -------------------------------------------------------------------------
 
     def start(self, produce: bool = True) -> None:
-        """Connect. Raises :class:`KafkaConnectError` naming what failed (never a secret)."""
+        """Connect. Raises :class:`KafkaConnectError` naming what failed (never a secret),
+        and -- before connecting -- :class:`ValueError` when ``produce`` has nowhere to
+        publish (:meth:`CollectorConfig.events_connection`)."""
         cfg = self.config
+        target = cfg.events_connection() if produce else None
+        if target is cfg.kafka:
+            log.warning(BLIND_SPOT)
         install_redaction(cfg.kafka, cfg.events_kafka)
         try:
             self._admin = KafkaAdminClient(
@@ -204,8 +209,7 @@ class Collector:
             "the controller's unclean-election counter is %s: %s",
             "used" if self.unclean_counter else "not used", why,
         )  # fmt: skip
-        if produce:
-            target = cfg.events_kafka or cfg.kafka
+        if target is not None:
             try:
                 self._producer = KafkaProducer(
                     client_id="replication-monitor-collector",

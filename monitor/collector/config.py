@@ -36,12 +36,18 @@ class CollectorConfig(settings.LayeredSettings):
     )
 
     cluster: str = Field(default="default", min_length=1, description="cluster label on events")
-    kafka: KafkaConnection = Field(default_factory=KafkaConnection)
+    #: The watched cluster (required: ``--bootstrap``).
+    kafka: KafkaConnection
     #: Each broker's JMX exporter endpoint, by broker id.
     jmx_urls: dict[int, str] = Field(default_factory=dict)
     events_topic: str = EVENTS_TOPIC
-    #: Where the events go (defaults to the monitored cluster itself).
+    #: Where the events go: a cluster of the monitor's own (``--events-bootstrap``). Required
+    #: to publish, unless ``events_on_watched_cluster``.
     events_kafka: KafkaConnection | None = None
+    #: Publish the events on the watched cluster itself, when no ``events_kafka`` is given.
+    #: Off by default: a monitor whose telemetry rides on the cluster it watches goes blind
+    #: during the very outage it must report (the collector warns when it is on).
+    events_on_watched_cluster: bool = False
     interval_s: float = Field(default=5.0, gt=0)
     #: Topic configs change rarely: read them every N rounds.
     config_every_rounds: int = Field(default=6, ge=1)
@@ -106,6 +112,16 @@ class CollectorConfig(settings.LayeredSettings):
     def _shard(cls, v: str) -> str:
         return str(Shard.parse(v))  # a ValueError names what is wrong
 
+    def events_connection(self) -> KafkaConnection:
+        """Where the events are published: ``events_kafka``, or the watched cluster when
+        ``events_on_watched_cluster`` says so; a :class:`ValueError` naming the setting
+        otherwise (:data:`NO_EVENTS_CLUSTER`)."""
+        if self.events_kafka is not None:
+            return self.events_kafka
+        if self.events_on_watched_cluster:
+            return self.kafka
+        raise ValueError(NO_EVENTS_CLUSTER)
+
     def shard_spec(self) -> Shard:
         """The shard this collector sends (:class:`Shard`)."""
         return Shard.parse(self.shard)
@@ -135,6 +151,29 @@ class CollectorConfig(settings.LayeredSettings):
                     "collector (kafka-python) reads PEM files: give ssl_cafile / ssl_certfile"
                 )
         return self
+
+
+#: How to give each setting that has no default, for the line that says it is missing.
+REQUIRED = {
+    "kafka.bootstrap_servers": "the watched cluster's bootstrap servers (--bootstrap "
+    "HOST:PORT, MONITOR_COLLECTOR_KAFKA__BOOTSTRAP_SERVERS, or kafka.bootstrap_servers in "
+    "the --config file)",
+}
+
+#: Publishing without ``events_kafka`` (and without ``events_on_watched_cluster``).
+NO_EVENTS_CLUSTER = (
+    "events_kafka is required to publish: the cluster of the monitor's own topics "
+    "(--events-bootstrap HOST:PORT, MONITOR_COLLECTOR_EVENTS_KAFKA__BOOTSTRAP_SERVERS, or "
+    "events_kafka.bootstrap_servers in the --config file); to publish on the watched cluster "
+    "itself, say so: events_on_watched_cluster = true (--events-on-watched-cluster)"
+)
+
+#: Said when the events go to the watched cluster.
+BLIND_SPOT = (
+    "events_on_watched_cluster: the events go to the watched cluster itself -- when it fails, "
+    "the monitor's own telemetry fails with it (an election there can delay or lose the "
+    "rounds that show it); give the monitor a cluster of its own (events_kafka) in production"
+)
 
 
 def unknown_env_keys(environ: dict[str, str] | None = None) -> list[str]:

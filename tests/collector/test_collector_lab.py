@@ -300,6 +300,7 @@ def test_published_events_are_valid_and_keyed(lab: Lab, cluster: tuple[Lab, str]
         kafka={"bootstrap_servers": lab.bootstrap_servers},
         jmx_urls=lab.jmx_urls if jmx else {},
         events_topic=topic,
+        events_on_watched_cluster=True,  # the lab is both here
         metrics_port=0,
     )
     collector = Collector(config)

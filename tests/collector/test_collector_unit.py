@@ -94,21 +94,27 @@ def test_what_the_collector_publishes_its_own_contract_accepts() -> None:
 
 def test_config_errors_name_the_key() -> None:
     with pytest.raises(ValidationError, match="jmx_urls"):
-        CollectorConfig(jmx_urls={1: "ftp://x"})
+        CollectorConfig(kafka={"bootstrap_servers": "127.0.0.1:9092"}, jmx_urls={1: "ftp://x"})
     with pytest.raises(ValidationError, match="interval_s"):
-        CollectorConfig(interval_s=0)
+        CollectorConfig(kafka={"bootstrap_servers": "127.0.0.1:9092"}, interval_s=0)
     with pytest.raises(ValidationError, match=r"unknown_key"):
-        CollectorConfig(unknown_key=1)  # type: ignore[call-arg]
+        CollectorConfig(kafka={"bootstrap_servers": "127.0.0.1:9092"}, unknown_key=1)  # type: ignore[call-arg]
     # A round's deadline shorter than a page's would cut every page slower than it,
     # whatever jmx_timeout_s says: named, not silently in force.
     with pytest.raises(ValidationError, match=r"round_timeout_s .* jmx_timeout_s"):
-        CollectorConfig(jmx_timeout_s=10)
-    assert CollectorConfig(jmx_timeout_s=10, round_timeout_s=10).round_timeout_s == 10
+        CollectorConfig(kafka={"bootstrap_servers": "127.0.0.1:9092"}, jmx_timeout_s=10)
+    assert (
+        CollectorConfig(
+            kafka={"bootstrap_servers": "127.0.0.1:9092"}, jmx_timeout_s=10, round_timeout_s=10
+        ).round_timeout_s
+        == 10
+    )
 
 
 def test_secrets_never_print() -> None:
     """A password passes through to the client but not into repr/str/JSON of the config."""
     k = KafkaConnection(
+        bootstrap_servers="k:9093",
         security_protocol="SASL_SSL",
         sasl_mechanism="SCRAM-SHA-512",
         sasl_username="mon",

@@ -93,7 +93,11 @@ def test_a_page_read_with_another_profiles_names_reads_nothing() -> None:
 
 
 def test_names_set_by_the_user_override_the_profile() -> None:
-    cfg = CollectorConfig(jmx_profile="strimzi", jmx_names={"log_end_offset": "my_leo"})
+    cfg = CollectorConfig(
+        kafka={"bootstrap_servers": "127.0.0.1:9092"},
+        jmx_profile="strimzi",
+        jmx_names={"log_end_offset": "my_leo"},
+    )
     names = cfg.jmx_names_for("strimzi")
     assert names.log_end_offset == "my_leo"
     assert names.isr_shrinks == PROFILES["strimzi"].isr_shrinks
@@ -103,20 +107,22 @@ def test_names_set_by_the_user_override_the_profile() -> None:
 
 def test_an_unknown_metric_name_is_a_configuration_error() -> None:
     with pytest.raises(ValidationError, match="jmx_names: no such metric log_end"):
-        CollectorConfig(jmx_names={"log_end": "x"})
+        CollectorConfig(kafka={"bootstrap_servers": "127.0.0.1:9092"}, jmx_names={"log_end": "x"})
     with pytest.raises(ValidationError, match="jmx_profile"):
-        CollectorConfig(jmx_profile="jolokia")  # type: ignore[arg-type]
+        CollectorConfig(kafka={"bootstrap_servers": "127.0.0.1:9092"}, jmx_profile="jolokia")  # type: ignore[arg-type]
 
 
 def test_the_collector_detects_each_brokers_profile_and_keeps_it() -> None:
-    c = Collector(CollectorConfig())
+    c = Collector(CollectorConfig(kafka={"bootstrap_servers": "127.0.0.1:9092"}))
     assert c._profile(1, STRIMZI) == "strimzi"
     assert c._profile(2, CONFLUENT) == "confluent"
     assert c._profile(1, "") == "strimzi"  # kept: an empty page does not undo it
     assert c._profile(3, "jvm_threads_current 40.0\n") is None
     sample = c.health.registry.get_sample_value
     assert sample("kafka_replication_collector_jmx_profile", {"broker": "1", "profile": "strimzi"})
-    fixed = Collector(CollectorConfig(jmx_profile="confluent"))
+    fixed = Collector(
+        CollectorConfig(kafka={"bootstrap_servers": "127.0.0.1:9092"}, jmx_profile="confluent")
+    )
     assert fixed._profile(1, STRIMZI) == "confluent"
 
 
@@ -138,13 +144,23 @@ def test_a_profile_set_that_the_page_does_not_speak_fails_the_check(tmp_path: Pa
     """``collect --check``'s endpoint line, without Kafka."""
     with _served(tmp_path, STRIMZI) as url:
         lines: list[str] = []
-        cfg = CollectorConfig(jmx_profile="monitor", jmx_urls={1: url})
+        cfg = CollectorConfig(
+            kafka={"bootstrap_servers": "127.0.0.1:9092"}, jmx_profile="monitor", jmx_urls={1: url}
+        )
         assert _check_endpoint(cfg, 1, url, lines.append) == 1
         assert lines == [
             f"exporter of broker 1 ({url}): FAIL -- none of profile monitor's metrics on its page"
         ]
         lines.clear()
-        assert _check_endpoint(CollectorConfig(jmx_urls={1: url}), 1, url, lines.append) == 0
+        assert (
+            _check_endpoint(
+                CollectorConfig(kafka={"bootstrap_servers": "127.0.0.1:9092"}, jmx_urls={1: url}),
+                1,
+                url,
+                lines.append,
+            )
+            == 0
+        )
         assert lines == [f"exporter of broker 1 ({url}): ok -- profile strimzi (detected)"]
 
 
@@ -159,7 +175,10 @@ def test_a_page_without_kafka_metrics_still_says_when_the_broker_started(
     now_ms = 1_700_000_000_000
     page = f"process_start_time_seconds {(now_ms / 1000 - age_s):.3f}\n"
     with _served(tmp_path, page) as url:
-        c = Collector(CollectorConfig(jmx_urls={1: url}), clock=lambda: now_ms)
+        c = Collector(
+            CollectorConfig(kafka={"bootstrap_servers": "127.0.0.1:9092"}, jmx_urls={1: url}),
+            clock=lambda: now_ms,
+        )
         _, _, scrape, why = c._scrape(1, url, now_ms)
     assert scrape is not None and scrape.started_at == now_ms - age_s * 1000
     assert bool(why) is error, why

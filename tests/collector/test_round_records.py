@@ -216,16 +216,20 @@ def test_round_records_are_the_default_and_replica_events_a_setting() -> None:
     from monitor.cli import build_parser
     from monitor.collector.cli import build_config
 
-    assert CollectorConfig().round_records == "partition"
-    args = build_parser(["collect"]).parse_args(["collect", "--round-records", "replica"])
+    assert (
+        CollectorConfig(kafka={"bootstrap_servers": "127.0.0.1:9092"}).round_records == "partition"
+    )
+    args = build_parser(["collect"]).parse_args(
+        ["collect", "--bootstrap", "k:9092", "--round-records", "replica"]
+    )
     assert build_config(args).round_records == "replica"
     with pytest.raises(ValueError, match="round_records"):
-        CollectorConfig(round_records="broker")
+        CollectorConfig(kafka={"bootstrap_servers": "127.0.0.1:9092"}, round_records="broker")
 
 
 def test_round_records_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MONITOR_COLLECTOR_ROUND_RECORDS", "replica")
-    assert CollectorConfig().round_records == "replica"
+    assert CollectorConfig(kafka={"bootstrap_servers": "127.0.0.1:9092"}).round_records == "replica"
 
 
 # -- built without pydantic: what pydantic builds ------------------------------------------

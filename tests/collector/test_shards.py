@@ -183,8 +183,10 @@ def test_n_collectors_split_the_one_collectors_rounds(
 def test_one_shard_is_the_default_and_the_whole_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
     """No shard set, or 0/1: the same rounds, byte for byte (as before shards: the code
     path of one shard filters nothing)."""
-    assert CollectorConfig().shard == "0/1"
-    assert CollectorConfig().shard_spec() == Shard(0, 1)
+    assert CollectorConfig(kafka={"bootstrap_servers": "127.0.0.1:9092"}).shard == "0/1"
+    assert CollectorConfig(kafka={"bootstrap_servers": "127.0.0.1:9092"}).shard_spec() == Shard(
+        0, 1
+    )
     default, _ = _collect(monkeypatch)
     one, _ = _collect(monkeypatch, shard="0/1")
     assert [[dumps(e) for e in r.events] for r in default] == [
@@ -205,6 +207,7 @@ def test_the_shard_from_a_flag_the_environment_or_a_file(
     file.write_text('shard = "2/3"\n')
 
     def config(*argv: str) -> CollectorConfig:
+        argv = ("--bootstrap", "k:9092", *argv)
         return build_config(build_parser(["collect"]).parse_args(["collect", *argv]))
 
     assert config("--config", str(file)).shard == "2/3"
@@ -229,7 +232,7 @@ def test_a_shard_that_is_no_shard_is_refused(
 ) -> None:
     """Before connecting, exit 78 (configuration), naming the setting and what is wrong."""
     with pytest.raises(ValueError, match="shard"):
-        CollectorConfig(shard=text)
+        CollectorConfig(kafka={"bootstrap_servers": "127.0.0.1:9092"}, shard=text)
     code = main(["collect", "--once", "--out", "/dev/null", "--bootstrap", "127.0.0.1:9",
                  f"--shard={text}"])  # fmt: skip
     err = capsys.readouterr().err
@@ -250,5 +253,7 @@ def test_check_names_the_shard(monkeypatch: pytest.MonkeyPatch, shard: str, says
 
     monkeypatch.setattr(Collector, "start", refused)
     lines: list[str] = []
-    mod.check(CollectorConfig(shard=shard), lines.append)
+    mod.check(
+        CollectorConfig(kafka={"bootstrap_servers": "127.0.0.1:9092"}, shard=shard), lines.append
+    )
     assert lines[0].startswith("configuration: ok (cluster default") and lines[0].endswith(says)

@@ -186,6 +186,7 @@ def _collect(run: Run, tmp: Path) -> None:
                 kafka=run.settings,
                 jmx_urls=run.lab.jmx_urls,
                 events_topic=run.topics["events"],
+                events_on_watched_cluster=True,  # the secured lab is both here
                 interval_s=0.5,
                 config_every_rounds=1,
                 jmx_timeout_s=2.0,

@@ -42,6 +42,7 @@ def _file(tmp_path: Path, name: str, text: str) -> Path:
 
 def test_collector_password_from_file(tmp_path: Path) -> None:
     k = KafkaConnection(
+        bootstrap_servers="k:9093",
         security_protocol="SASL_SSL",
         sasl_mechanism="SCRAM-SHA-512",
         sasl_username="monitor",
@@ -60,6 +61,7 @@ def test_collector_password_file_from_environment(
     monkeypatch.setenv("MONITOR_COLLECTOR_KAFKA__SASL_MECHANISM", "SCRAM-SHA-512")
     monkeypatch.setenv("MONITOR_COLLECTOR_KAFKA__SASL_USERNAME", "monitor")
     monkeypatch.setenv("MONITOR_COLLECTOR_KAFKA__SASL_PASSWORD_FILE", str(path))
+    monkeypatch.setenv("MONITOR_COLLECTOR_KAFKA__BOOTSTRAP_SERVERS", "k:9093")
     assert CollectorConfig().kafka.client_kwargs()["sasl_plain_password"] == SECRET
 
 
@@ -87,13 +89,14 @@ def test_collector_secret_errors_never_echo_the_secret(tmp_path: Path) -> None:
     ]  # fmt: skip
     for kwargs, expected in cases:
         with pytest.raises(ValidationError) as err:
-            CollectorConfig(kafka=kwargs)
+            CollectorConfig(kafka={"bootstrap_servers": "k:9093", **kwargs})
         assert expected in str(err.value)
         assert not _shows_part_of(str(err.value), SECRET)
 
 
 def test_redaction_of_kafka_python_logs(caplog: pytest.LogCaptureFixture) -> None:
     k = KafkaConnection(
+        bootstrap_servers="k:9093",
         security_protocol="SSL",
         ssl_cafile="/ca.pem",
         ssl_certfile="/client.pem",
@@ -133,6 +136,7 @@ def test_probe_names_an_unreachable_broker() -> None:
 def _sasl(tmp_path: Path, **extra: object) -> StreamingConfig:
     return StreamingConfig(
         kafka=KafkaConnection(
+            bootstrap_servers="k:9093",
             security_protocol="SASL_SSL",
             sasl_mechanism="SCRAM-SHA-512",
             sasl_username="monitor",
@@ -183,6 +187,7 @@ def test_streaming_jaas_quoting(tmp_path: Path) -> None:
 def test_streaming_mtls_options(tmp_path: Path) -> None:
     cfg = StreamingConfig(
         kafka=KafkaConnection(
+            bootstrap_servers="k:9093",
             security_protocol="SSL",
             ssl_cafile="ca.pem",
             ssl_certfile="client.pem",
@@ -200,6 +205,7 @@ def test_java_stores_are_for_the_job_only(tmp_path: Path) -> None:
     """A PKCS12 trust store works for the job; the collector (kafka-python) refuses it with
     a message naming what to give instead."""
     k = KafkaConnection(
+        bootstrap_servers="k:9093",
         security_protocol="SSL",
         ssl_truststore_location="trust.p12",
         ssl_truststore_password_file=_file(tmp_path, "tp", SECRET),
@@ -249,18 +255,20 @@ def test_streaming_errors_never_echo_the_secret(tmp_path: Path) -> None:
     ]  # fmt: skip
     for kwargs, expected in cases:
         with pytest.raises(ValidationError) as err:
-            StreamingConfig(**kwargs)  # type: ignore[arg-type]
+            kafka = {"bootstrap_servers": "h:1", **kwargs["kafka"]}  # type: ignore[dict-item]
+            StreamingConfig(**{**kwargs, "kafka": kafka})  # type: ignore[arg-type]
         assert expected in str(err.value)
         assert not _shows_part_of(str(err.value), SECRET)
 
 
 def test_streaming_plaintext_unchanged() -> None:
-    cfg = StreamingConfig(kafka_options={"kafka.client.dns.lookup": "use_all_dns_ips"})
+    kafka = KafkaConnection(bootstrap_servers="127.0.0.1:19092")
+    cfg = StreamingConfig(kafka=kafka, kafka_options={"kafka.client.dns.lookup": "use_all_dns_ips"})
     assert cfg.kafka_client_options() == {
         "kafka.bootstrap.servers": "127.0.0.1:19092",
         "kafka.client.dns.lookup": "use_all_dns_ips",
     }
-    assert StreamingConfig().kafka_client_options() == {
+    assert StreamingConfig(kafka=kafka).kafka_client_options() == {
         "kafka.bootstrap.servers": "127.0.0.1:19092"
     }
 

@@ -57,6 +57,8 @@ def test_batches_feed_metrics_and_a_restarted_exporter_is_seeded(
     records.append(b'{"not": "an event"}')
     write_batches(tmp_path / "source", split(records, 3))
     cfg = StreamingConfig(
+        # read from Parquet, not Kafka: the connection is never used
+        kafka={"bootstrap_servers": "127.0.0.1:9"},
         checkpoint=str(tmp_path / "checkpoint"),
         store=str(tmp_path / "store"),
         trigger_seconds=0.5,

@@ -41,6 +41,8 @@ T_HOUR = 3_600_000
 def _config(tmp: Path, model: ModelConfig, **kw: Any) -> StreamingConfig:
     kw.setdefault("store", str(tmp / "store"))
     return StreamingConfig(
+        # read from Parquet, not Kafka: the connection is never used
+        kafka={"bootstrap_servers": "127.0.0.1:9"},
         checkpoint=str(tmp / "checkpoint"),
         trigger_seconds=0.5,
         tick_ms=T_HOUR,

@@ -81,7 +81,7 @@ def test_monitor_stream_says_so_and_exits_2_before_starting_spark(tmp_path: Path
     check_layout(str(tmp_path / "ck"), 16)
     proc = subprocess.run(
         [sys.executable, "-m", "monitor", "stream", "--checkpoint", str(tmp_path / "ck"),
-         "--store", str(tmp_path / "store"), "--buckets", "8"],
+         "--store", str(tmp_path / "store"), "--buckets", "8", "--bootstrap", "m:9092"],
         cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert proc.returncode == 2, proc.stderr

@@ -18,6 +18,9 @@ def collector_config(config: LabConfig) -> dict[str, object]:
     return {
         "cluster": "lab",
         "kafka": kafka,
+        # `monitor collect --lab DIR` publishes on the lab itself, as asked for explicitly
+        # here (the demo and the soak give the monitor a cluster of its own).
+        "events_on_watched_cluster": True,
         "jmx_urls": {str(n): cfg.jmx_url(n) for n in cfg.node_ids},
     }
 
