@@ -186,6 +186,13 @@ class LabConfig(BaseModel):
             "(SCRAM-SHA-512 over TLS) or mtls (TLS, client certificates required)"
         ),
     )
+    exporter_rules: Path | None = Field(
+        None,
+        description=(
+            "the JMX exporter agent's rules file for every broker (e.g. rules in another "
+            "project's style); None: the project's rules, written to <dir>/jmx-exporter.yaml"
+        ),
+    )
 
     @field_validator("heap")
     @classmethod
@@ -198,6 +205,11 @@ class LabConfig(BaseModel):
     @classmethod
     def _absolute_dir(cls, value: Path) -> Path:
         return value.expanduser().resolve()
+
+    @field_validator("exporter_rules")
+    @classmethod
+    def _absolute_rules(cls, value: Path | None) -> Path | None:
+        return None if value is None else value.expanduser().resolve()
 
     @model_validator(mode="after")
     def _version_fits(self) -> LabConfig:
@@ -335,6 +347,12 @@ class LabConfig(BaseModel):
     @property
     def exporter_config_path(self) -> Path:
         return self.dir / "jmx-exporter.yaml"
+
+    @property
+    def agent_rules_path(self) -> Path:
+        """The rules file the brokers' exporter agent reads: ``exporter_rules``, or the
+        project's rules (:attr:`exporter_config_path`)."""
+        return self.exporter_rules or self.exporter_config_path
 
     @property
     def log4j_config_path(self) -> Path:

@@ -130,7 +130,7 @@ def broker_command(
         *(class_sharing_flags(cfg, node, archive) if archive is not None else []),
         node_marker(cfg, node),
         *logging_flags(cfg, node),
-        f"-javaagent:{agent}={cfg.host}:{cfg.jmx_port(node)}:{cfg.exporter_config_path}",
+        f"-javaagent:{agent}={cfg.host}:{cfg.jmx_port(node)}:{cfg.agent_rules_path}",
         *(jmx_remote_flags(cfg, node) if cfg.jmx_remote else []),
         "-cp",
         classpath,
@@ -173,6 +173,8 @@ def write_configs(config: LabConfig) -> None:
     cfg = config
     cfg.dir.mkdir(parents=True, exist_ok=True)
     cfg.exporter_config_path.write_text(exporter_yaml())
+    if cfg.exporter_rules is not None and not cfg.exporter_rules.is_file():
+        raise LabError(f"exporter_rules: no such file {cfg.exporter_rules}")
     cfg.log4j_config_path.write_text(LOG4J1_PROPERTIES if cfg.kafka3 else LOG4J2_PROPERTIES)
     if cfg.zookeeper:
         (cfg.zookeeper_dir / "data").mkdir(parents=True, exist_ok=True)
