@@ -12,7 +12,9 @@ every check passed, 2 otherwise.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from monitor.collector import jmx
@@ -78,8 +80,13 @@ def check(config: CollectorConfig, say: Callable[[str], None] = print) -> int:
         say(f"exporters: {admin_only_notice()}")
         for kind, needs in sorted(NEEDS_REPLICA_SAMPLES.items()):
             say(f"    {kind} needs {needs}")
-    for broker, url in sorted(config.jmx_urls.items()):
-        problems += _check_endpoint(config, broker, url, say)
+    # Every page at once, as a round reads them (each timed: the render time is the
+    # exporter's, and what the page deadline must allow).
+    urls = sorted(config.jmx_urls.items())
+    with ThreadPoolExecutor(max_workers=max(1, min(16, len(urls)))) as pool:
+        pages = list(pool.map(lambda item: _read_page(config, item[1]), urls))
+    for (broker, url), page in zip(urls, pages, strict=True):
+        problems += _check_endpoint(config, broker, url, say, page)
     if brokers is not None:
         unknown = sorted(set(config.jmx_urls) - brokers)
         if unknown:
@@ -96,15 +103,47 @@ def check(config: CollectorConfig, say: Callable[[str], None] = print) -> int:
     return 0 if problems == 0 else 2
 
 
+def _read_page(config: CollectorConfig, url: str) -> tuple[str, float] | BaseException:
+    """The page and how long it took to read, within the longest deadline a page may
+    have (:meth:`CollectorConfig.page_deadline` of a first page), or what failed."""
+    began = time.monotonic()
+    try:
+        page = jmx.fetch(url, config.page_deadline(()), config.jmx_max_bytes)
+    except Exception as e:
+        return e
+    return page, time.monotonic() - began
+
+
+def _too_slow(config: CollectorConfig) -> str:
+    """What to do about a page slower than the longest deadline it may have."""
+    if config.jmx_timeout_s is not None:
+        return (
+            f"the page deadline is jmx_timeout_s ({config.jmx_timeout_s:g} s): unset it to let "
+            "it follow the interval and the pages"
+        )
+    return (
+        "narrow the exporter's rules to the MBeans the collector reads (includeObjectNames: "
+        "docs/collector.md, 'Exporter pages as brokers serve them'), or raise "
+        f"jmx_timeout_max_s ({config.jmx_timeout_max_s:g} s) with interval_s and the model's "
+        "lag thresholds (at least three rounds each)"
+    )
+
+
 def _check_endpoint(
-    config: CollectorConfig, broker: int, url: str, say: Callable[[str], None]
+    config: CollectorConfig,
+    broker: int,
+    url: str,
+    say: Callable[[str], None],
+    read: tuple[str, float] | BaseException,
 ) -> int:
     where = f"exporter of broker {broker} ({url})"
-    try:
-        page = jmx.fetch(url, config.jmx_timeout_s, config.jmx_max_bytes)
-    except Exception as e:
-        say(f"{where}: FAIL -- {e!r}")
+    if isinstance(read, TimeoutError):
+        say(f"{where}: FAIL -- {read}: {_too_slow(config)}")
         return 1
+    if isinstance(read, BaseException):
+        say(f"{where}: FAIL -- {read!r}")
+        return 1
+    page, took = read
     profile = jmx.profile_for(page, config.jmx_profile)
     if profile is None:
         say(
@@ -118,7 +157,17 @@ def _check_endpoint(
     if set(lacks) >= set(type(names).model_fields) - {"process_start"}:
         say(f"{where}: FAIL -- none of profile {profile}'s metrics on its page")
         return 1
-    say(f"{where}: ok -- profile {profile} ({how})")
+    deadline = config.page_deadline([took])
+    say(
+        f"{where}: ok -- profile {profile} ({how}), page read in {took:.2f} s "
+        f"(its deadline {deadline:g} s, interval_s {config.interval_s:g})"
+    )
+    if took > config.interval_s:
+        say(
+            f"    slow: the page takes longer than interval_s: rounds will run back to back, "
+            f"about every {took:.0f} s; to collect every {config.interval_s:g} s, "
+            "narrow the exporter's rules (includeObjectNames: docs/collector.md)"
+        )
     for field in lacks:
         say(f"    lacks {field}: {USED_FOR[field]} not read")
     return 0

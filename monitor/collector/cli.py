@@ -193,7 +193,9 @@ def run(args: argparse.Namespace) -> int:
             "round: %d events, %d errors, %.2fs", len(res.events), len(res.errors), res.duration_s
         )
 
-    signal.signal(signal.SIGTERM, lambda *_: collector.stop())
+    # SIGTERM asks the loop to end (a round being read ends at once, unpublished); the
+    # clients close below, in the main thread -- not from the handler, mid-request.
+    signal.signal(signal.SIGTERM, lambda *_: collector.request_stop())
     try:
         collector.run(rounds=1 if args.once else args.rounds, on_round=on_round)
     except KeyboardInterrupt:

@@ -6,8 +6,9 @@ Lifecycle (as Burrow's modules): ``Collector(config)`` validates and never conne
 
 No one value and no one broker costs a round: a sample that cannot be read is left out of
 its broker's scrape (:func:`jmx.parse`), an event that breaks the contract is left out of
-the round (:func:`build.checked`), both counted by reason; a page not in by the round's
-deadline (``round_timeout_s``) is that broker's failed scrape, as a page that timed out.
+the round (:func:`build.checked`), both counted by reason; a page not in by its deadline
+(:meth:`CollectorConfig.page_deadline`: by default the interval, or longer for a broker
+whose pages are slow) is that broker's failed scrape this round.
 """
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ import gc
 import itertools
 import logging
 import operator
+import queue
 import re
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -44,7 +46,7 @@ from monitor.collector.admin import (
     read_reassignments,
     read_topic_configs,
 )
-from monitor.collector.config import BLIND_SPOT, CollectorConfig
+from monitor.collector.config import BLIND_SPOT, PAGES_TIMED, CollectorConfig
 from monitor.collector.security import explain_connect_failure, install_redaction
 from monitor.collector.versions import broker_version, trust_unclean_counter
 from monitor.contract.events import AnyEvent, BrokerEvent, dumps
@@ -92,6 +94,52 @@ class RoundResult:
     )
     #: Events left out for breaking the contract, by (kind, field): :data:`build.Dropped`.
     events_dropped: build.Dropped = field(default_factory=collections.Counter)
+    #: How long each broker's page took to read, for the pages read this round (seconds).
+    page_seconds: dict[int, float] = field(default_factory=dict)
+
+
+#: A round waits this much past its pages' deadlines for their threads to hand them over.
+_PAGE_SLACK_S = 0.25
+
+
+class PageReaders:
+    """The threads that read exporter pages: daemon threads, so that a page still being
+    read (until its deadline) never holds the process's exit. (A ThreadPoolExecutor's
+    workers are joined at exit: a collector told to stop waited for a hung exporter.)"""
+
+    def __init__(self, threads: int) -> None:
+        self._jobs: queue.SimpleQueue[tuple[Future[Any], Callable[[], Any]] | None] = (
+            queue.SimpleQueue()
+        )
+        self._threads = [
+            threading.Thread(target=self._work, name=f"page-reader-{i}", daemon=True)
+            for i in range(threads)
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def submit(self, call: Callable[[], Any]) -> Future[Any]:
+        fut: Future[Any] = Future()
+        self._jobs.put((fut, call))
+        return fut
+
+    def _work(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            fut, call = job
+            if not fut.set_running_or_notify_cancel():
+                continue  # cancelled while it waited: its round is over
+            try:
+                fut.set_result(call())
+            except BaseException as e:  # handed to the round, which reports it
+                fut.set_exception(e)
+
+    def shutdown(self, wait: bool = False) -> None:
+        """Each thread ends after its current page (waited for only with ``wait``)."""
+        for _ in self._threads:
+            self._jobs.put(None)
+        if wait:
+            for thread in self._threads:
+                thread.join()
 
 
 #: A broker's JVM younger than this may not have registered its Kafka MBeans yet (and some
@@ -147,6 +195,18 @@ class _Health:
             ["version"],
             registry=self.registry,
         ).labels(__version__).set(1)
+        self.page_seconds = Gauge(
+            f"{ns}_page_seconds",
+            "How long the broker's last exporter page took to read (connect to last byte).",
+            ["broker"],
+            registry=self.registry,
+        )
+        self.page_deadline = Gauge(
+            f"{ns}_page_deadline_seconds",
+            "The deadline the broker's page had in the last round.",
+            ["broker"],
+            registry=self.registry,
+        )
         self.jmx_profile = Gauge(
             f"{ns}_jmx_profile",
             "1 for the exporter profile whose metric names a broker's page is read with.",
@@ -164,7 +224,7 @@ class Collector:
         )
         self._admin: KafkaAdminClient | None = None
         self._producer: KafkaProducer | None = None
-        self._pool: ThreadPoolExecutor | None = None
+        self._pool: PageReaders | None = None
         self._rounds = 0
         self._configs: dict[str, TopicDurability] = {}
         #: (topic, partition) -> the leader epoch whose start offset was last read.
@@ -185,6 +245,10 @@ class Collector:
         self._profiles: dict[int, str] = {}
         #: The partitions this collector sends, when several share the cluster.
         self.shard = config.shard_spec()
+        #: How long each broker's last pages took to read (seconds): their next deadline.
+        self._page_times: dict[int, collections.deque[float]] = {}
+        #: When a round last said that rounds run over the interval (monotonic seconds).
+        self._slow_said = -float("inf")
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -222,7 +286,7 @@ class Collector:
             except KafkaError as e:
                 self._admin.close()
                 raise explain_connect_failure(target, e) from None
-        self._pool = ThreadPoolExecutor(max_workers=max(1, min(16, len(self.config.jmx_urls))))
+        self._pool = PageReaders(max(1, min(16, len(self.config.jmx_urls))))
         if not self.shard.whole:
             log.info(
                 "shard %s: sending the partitions of the topics whose CRC-32 modulo %d is %d, "
@@ -234,6 +298,11 @@ class Collector:
                 self.config.metrics_port, self.config.metrics_host, self.health.registry
             )
 
+    def request_stop(self) -> None:
+        """Ask :meth:`run` to end (from a signal handler): a round being waited on ends
+        at once, unpublished; :meth:`stop` then closes the clients."""
+        self._stop.set()
+
     def stop(self) -> None:
         self._stop.set()
         if self._metrics_server is not None:
@@ -241,7 +310,7 @@ class Collector:
             server.shutdown()
             thread.join(timeout=5)
         if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool.shutdown()
         if self._producer is not None:
             self._producer.flush(timeout=10)
             self._producer.close(timeout=10)
@@ -251,12 +320,19 @@ class Collector:
     # -- one round -------------------------------------------------------------------------
 
     def _scrape(
-        self, broker: int, url: str, t: int
+        self, broker: int, url: str, t: int, deadline_s: float
     ) -> tuple[int, int, jmx.BrokerScrape | None, str]:
+        began = time.monotonic()
         try:
-            page = jmx.fetch(url, self.config.jmx_timeout_s, self.config.jmx_max_bytes)
+            page = jmx.fetch(url, deadline_s, self.config.jmx_max_bytes)
         except Exception as e:  # a paused or dead broker: reported as alive=false
             return broker, t, None, f"broker {broker}: {e!r}"
+        took = time.monotonic() - began
+        # Only pages read set the next deadlines (config.page_deadline): a broker that stops
+        # answering keeps the deadline its pages had.
+        times = self._page_times.setdefault(broker, collections.deque(maxlen=PAGES_TIMED))
+        times.append(took)
+        self.health.page_seconds.labels(str(broker)).set(took)
         profile = self._profile(broker, page)
         if profile is None:
             # Nothing of Kafka's on the page: read what is common to every profile (the
@@ -282,17 +358,22 @@ class Collector:
         return broker, t, scrape, ""
 
     def _scraped(
-        self, broker: int, fut: Future[tuple[int, int, jmx.BrokerScrape | None, str]], in_time: bool
+        self,
+        broker: int,
+        fut: Future[tuple[int, int, jmx.BrokerScrape | None, str]],
+        in_time: bool,
+        deadline_s: float,
     ) -> tuple[jmx.BrokerScrape | None, str]:
         """A broker's scrape as the round takes it: ``(None, why)`` for a page not in by
-        the round's deadline (``in_time`` false: thrown away whenever it comes, since its
-        samples carry this round's stamp) or a read that failed in any way."""
+        its deadline (``in_time`` false: thrown away whenever it comes, since its samples
+        carry this round's stamp) or a read that failed in any way."""
         if not in_time:
             fut.cancel()  # not started yet (more brokers than threads): it never will
-            return None, (
-                f"broker {broker}: no page by the round's deadline "
-                f"(round_timeout_s {self.config.round_timeout_s:g} s)"
-            )
+            if self.config.round_timeout_s is not None:
+                why = f"round_timeout_s {self.config.round_timeout_s:g} s"
+            else:
+                why = f"its page's deadline, {deadline_s:g} s"
+            return None, f"broker {broker}: no page by the round's deadline ({why})"
         try:
             _, _, scrape, err = fut.result()
         except Exception as e:  # a page read wrong costs its broker's round, not the round
@@ -394,8 +475,10 @@ class Collector:
         # stamps taken before each request would order a slow broker's fresher answer
         # before a fast one's older answer -- a follower "ahead" of its leader.
         t_jmx = self._clock()
+        urls = sorted(cfg.jmx_urls.items())
+        deadlines = {b: cfg.page_deadline(self._page_times.get(b, ())) for b, _ in urls}
         scrapes = [
-            self._pool.submit(self._scrape, b, u, t_jmx) for b, u in sorted(cfg.jmx_urls.items())
+            self._pool.submit(partial(self._scrape, b, u, t_jmx, deadlines[b])) for b, u in urls
         ]
         reads = Reads()
         # The running moves are read on both sides of the metadata (found by the soak: a
@@ -460,12 +543,18 @@ class Collector:
             if cfg.round_records == "partition"
             else None
         )
-        in_time, _ = wait(
-            scrapes, timeout=max(0.0, started + cfg.round_timeout_s - time.monotonic())
-        )
+        # Each page until its own deadline (a round's pages are read at once, so the round
+        # waits for its slowest), and not past a round_timeout_s that is set.
+        until = started + max(deadlines.values(), default=0.0) + _PAGE_SLACK_S
+        if cfg.round_timeout_s is not None:
+            until = min(until, started + cfg.round_timeout_s)
+        in_time = self._wait_pages(scrapes, until)
         for broker, fut in zip(sorted(cfg.jmx_urls), scrapes, strict=True):
-            scrape, err = self._scraped(broker, fut, fut in in_time)
+            scrape, err = self._scraped(broker, fut, fut in in_time, deadlines[broker])
             self.health.broker_up.labels(str(broker)).set(1 if scrape else 0)
+            self.health.page_deadline.labels(str(broker)).set(deadlines[broker])
+            if scrape is not None:
+                res.page_seconds[broker] = self._page_times[broker][-1]
             if err:
                 res.errors.append(("jmx", err))
             ev = build.checked(
@@ -525,6 +614,37 @@ class Collector:
         self.health.last.set(time.time())
         return res
 
+    def _wait_pages(self, scrapes: list[Future[Any]], until: float) -> set[Future[Any]]:
+        """The pages in by ``until`` (monotonic), or by a stop asked for meanwhile."""
+        pending = set(scrapes)
+        while pending and not self._stop.is_set():
+            left = until - time.monotonic()
+            if left <= 0:
+                break
+            _, pending = wait(pending, timeout=min(left, 0.2), return_when=FIRST_COMPLETED)
+        return set(scrapes) - pending
+
+    def _say_if_slow(self, res: RoundResult) -> None:
+        """A round longer than ``interval_s`` (pages slower than the interval): the next
+        round starts at once, so rounds run back to back at the pace of the slowest page
+        -- said once a minute, with the page that set it."""
+        interval = self.config.interval_s
+        now = time.monotonic()
+        if res.duration_s <= interval or now - self._slow_said < 60:
+            return
+        self._slow_said = now
+        slowest = max(res.page_seconds.items(), key=operator.itemgetter(1), default=None)
+        which = (
+            f"; the slowest page: broker {slowest[0]}'s, {slowest[1]:.1f} s (broad exporter "
+            "rules: docs/collector.md, 'Exporter pages as brokers serve them')"
+            if slowest is not None and slowest[1] > 0.5 * res.duration_s
+            else ""
+        )
+        log.warning(
+            "a round took %.1f s, over interval_s %g: rounds run back to back%s",
+            res.duration_s, interval, which,
+        )  # fmt: skip
+
     def _count_drops(self, res: RoundResult) -> None:
         """The round's left-out samples and events into the metrics, and a log line for
         each kind of them -- but ConsumerLag's -1, which only says a fetcher has not
@@ -562,6 +682,9 @@ class Collector:
         while not self._stop.is_set() and (rounds is None or done < rounds):
             try:
                 res = self.round()
+                if self._stop.is_set():
+                    break  # asked to stop while its pages were read: not published
+                self._say_if_slow(res)
                 if self._producer is not None:
                     self.publish(res.events)
                 if on_round is not None:

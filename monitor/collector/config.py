@@ -11,6 +11,7 @@ are :class:`SecretStr` or files.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -52,15 +53,24 @@ class CollectorConfig(settings.LayeredSettings):
     #: Topic configs change rarely: read them every N rounds.
     config_every_rounds: int = Field(default=6, ge=1)
     #: The deadline of one exporter page: connecting, asking and reading all of it (not a
-    #: timeout per read: an exporter sending a byte at a time is cut here).
-    jmx_timeout_s: float = Field(default=3.0, gt=0)
+    #: timeout per read: an exporter sending a byte at a time is cut here). Unset (the
+    #: default): it follows the interval and the broker's own pages -- ``interval_s``, or
+    #: three times the slowest of the broker's last pages where that is longer, at most
+    #: ``jmx_timeout_max_s`` (:func:`page_deadline`): a page that is merely slow (broad
+    #: exporter rules on a broker of thousands of partitions) is read, not failed.
+    jmx_timeout_s: float | None = Field(default=None, gt=0)
+    #: With ``jmx_timeout_s`` unset, the longest a page may take (and a broker's first page,
+    #: before its pages have been timed). A third of the model's default lag thresholds
+    #: (Kafka's ``replica.lag.time.max.ms``, 30 s): the samples of a round carry its start,
+    #: so a round read over this long must still show a caught-up follower as caught up.
+    jmx_timeout_max_s: float = Field(default=10.0, gt=0)
     #: The largest exporter page read; a larger one fails that broker's scrape.
     jmx_max_bytes: int = Field(default=MAX_PAGE_BYTES, ge=1024)
     #: The deadline of a round's exporter pages, from the round's start: a broker whose
     #: page is not in by then is a failed scrape this round (``alive: false``, as one that
-    #: timed out), its late page thrown away. Under ``interval_s`` so a round ends before
-    #: the next one is due; at least ``jmx_timeout_s``, so each page gets its own time.
-    round_timeout_s: float = Field(default=4.0, gt=0)
+    #: timed out), its late page thrown away. Unset (the default): each page has its own
+    #: deadline and no other. At least ``jmx_timeout_s``, so each page gets its own time.
+    round_timeout_s: float | None = Field(default=None, gt=0)
     #: Whose exporter rules name the metrics (monitor.collector.jmx.PROFILES): "auto" detects
     #: it from each broker's first page.
     jmx_profile: Literal["auto", "monitor", "strimzi", "confluent"] = "auto"
@@ -130,9 +140,25 @@ class CollectorConfig(settings.LayeredSettings):
         """The metric names to read a page of ``profile`` with (``jmx_names`` applied)."""
         return PROFILES[profile].model_copy(update=self.jmx_names)
 
+    def page_deadline(self, recent: Sequence[float]) -> float:
+        """The deadline of a broker's next page, given how long its last pages took
+        (``recent``, seconds; empty before the first): ``jmx_timeout_s`` where set, else
+        :func:`page_deadline` -- under ``round_timeout_s`` either way, where that is set."""
+        if self.jmx_timeout_s is not None:
+            deadline = self.jmx_timeout_s
+        else:
+            deadline = page_deadline(recent, self.interval_s, self.jmx_timeout_max_s)
+        if self.round_timeout_s is not None:
+            deadline = min(deadline, self.round_timeout_s)
+        return deadline
+
     @model_validator(mode="after")
     def _deadlines(self) -> CollectorConfig:
-        if self.round_timeout_s < self.jmx_timeout_s:
+        if (
+            self.round_timeout_s is not None
+            and self.jmx_timeout_s is not None
+            and self.round_timeout_s < self.jmx_timeout_s
+        ):
             # Every page slower than the round's deadline would be cut, whatever
             # jmx_timeout_s says: raising one without the other is a mistake to name.
             raise ValueError(
@@ -151,6 +177,30 @@ class CollectorConfig(settings.LayeredSettings):
                     "collector (kafka-python) reads PEM files: give ssl_cafile / ssl_certfile"
                 )
         return self
+
+
+#: How many of a broker's last pages its next page's deadline follows.
+PAGES_TIMED = 5
+
+
+def page_deadline(recent: Sequence[float], interval_s: float, longest_s: float) -> float:
+    """The deadline of a broker's next exporter page when none is set: the collection
+    interval, or three times the slowest of the broker's last pages (``recent``) where that
+    is longer -- a page's render time varies with the broker's load and GC -- and never
+    more than ``longest_s``, which is also the deadline of a first page (nothing timed
+    yet). Only pages read count: a broker that stops answering keeps the deadline its
+    pages had, so one hung exporter does not slow every later round down.
+
+    >>> page_deadline([0.05, 0.04], interval_s=5, longest_s=10)  # fast rules: the interval
+    5
+    >>> page_deadline([2.9, 2.1], interval_s=5, longest_s=10)  # broad rules: the page's
+    8.7
+    >>> page_deadline([6.0], interval_s=5, longest_s=10), page_deadline([], 5, 10)
+    (10, 10)
+    """
+    if not recent:
+        return longest_s
+    return min(longest_s, max(interval_s, round(3 * max(recent), 3)))
 
 
 #: How to give each setting that has no default, for the line that says it is missing.

@@ -7,7 +7,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +73,7 @@ def offline_collector(
     )
     c = mod.Collector(config) if clock is None else mod.Collector(config, clock=clock)
     c._admin = object()
-    c._pool = ThreadPoolExecutor(workers)
+    c._pool = mod.PageReaders(workers)
     return c
 
 

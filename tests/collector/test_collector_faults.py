@@ -64,7 +64,7 @@ def _round(c: Any) -> RoundResult:
     try:
         res: RoundResult = c.round()
     finally:
-        c._pool.shutdown(wait=False, cancel_futures=True)
+        c._pool.shutdown()
     return res
 
 
@@ -410,3 +410,122 @@ def test_a_page_that_cannot_be_read_costs_its_broker_only(
     assert {b: e.alive for b, e in _brokers(res).items()} == {1: True, 2: False, 3: True}
     assert sorted(_replicas(res)) == [(1, 0), (1, 1), (3, 0), (3, 1)]
     assert res.errors == [("jmx", "broker 2: RuntimeError('a parser bug')")]
+
+
+# -- a merely slow page is read; a hung one costs its own deadline -----------------------------
+
+
+class _Slow(http.server.ThreadingHTTPServer):
+    """An exporter whose page takes ``delay_s`` to render (as broad rules on a big broker
+    do: the exporter walks every MBean before it sends a byte), then comes whole; with
+    ``hang``, it accepts the request and never answers (a SIGSTOPped broker's agent)."""
+
+    daemon_threads = True
+
+    def __init__(self, page: str, delay_s: float) -> None:
+        self.delay_s, self.hang, self.stopping = delay_s, threading.Event(), threading.Event()
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                if server.stopping.wait(server.delay_s) or server.hang.is_set():
+                    server.stopping.wait()
+                    return
+                body = page.encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        super().__init__(("127.0.0.1", 0), Handler)
+
+
+@contextmanager
+def _slow(page: str, delay_s: float) -> Iterator[tuple[_Slow, str]]:
+    server = _Slow(page, delay_s)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server, f"http://127.0.0.1:{server.server_address[1]}/metrics"
+    finally:
+        server.stopping.set()
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.timeout(120)
+def test_a_page_slower_than_the_old_fixed_deadline_is_read_at_the_defaults(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """At the defaults a page that takes 3.5 s -- over the 3 s that every page had before,
+    under the 5 s interval -- is read, not failed: the issue's Strimzi-style pages took
+    1.5-2.9 s on a three-partition lab broker and failed 30 scrapes of 42. Its time is on
+    /metrics, and its next deadline follows it (three times, at least the interval)."""
+    with _slow(GOOD, 3.5) as (_, slow), _served(_page_server(GOOD)) as good:
+        c = offline_collector(
+            monkeypatch, brokers=2, read_metadata=_metadata, workers=2,
+            jmx_urls={1: good, 2: slow},
+        )  # fmt: skip
+        assert c.config.jmx_timeout_s is None and c.config.round_timeout_s is None
+        res = _returns(lambda: _round(c), within_s=60)
+    assert {b: _brokers(res)[b].alive for b in (1, 2)} == {1: True, 2: True}, res.errors
+    assert res.errors == [] and (2, 0) in _replicas(res)
+    value = c.health.registry.get_sample_value
+    took = value("kafka_replication_collector_page_seconds", {"broker": "2"})
+    assert took is not None and took >= 3.5
+    assert c.config.page_deadline(c._page_times[2]) == min(10, max(5, round(3 * took, 3)))
+
+
+@pytest.mark.timeout(120)
+def test_a_hung_exporter_costs_the_deadline_its_pages_had(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A broker whose pages came fast and then stops answering (SIGSTOP: its agent accepts
+    the connection, never answers) is cut at the interval -- the deadline its fast pages
+    set -- not at the longest a page may take: one hung exporter does not hold every other
+    broker's round for the longest deadline. Its failed page does not lengthen the next."""
+    with _slow(GOOD, 0.0) as (server, url), _served(_page_server(GOOD)) as good:
+        c = offline_collector(
+            monkeypatch, brokers=2, read_metadata=_metadata, workers=2,
+            jmx_urls={1: good, 2: url}, interval_s=1.0,
+        )  # fmt: skip
+        try:
+            first = _returns(c.round, within_s=60)
+            server.hang.set()
+            second = _returns(c.round, within_s=60)
+            third = _returns(c.round, within_s=60)
+        finally:
+            c._pool.shutdown()
+    assert first.errors == []
+    for res in (second, third):
+        assert {b: _brokers(res)[b].alive for b in (1, 2)} == {1: True, 2: False}
+        assert res.errors == [("jmx", "broker 2: TimeoutError('page not read within 1 s')")]
+
+
+@pytest.mark.timeout(120)
+def test_a_stop_asked_for_while_a_page_hangs_ends_the_run_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """SIGTERM (``request_stop``) while a round waits on a hung exporter: the run ends
+    without waiting for the page's deadline (60 s here), the round unpublished, and the
+    page's reading thread is a daemon, so the process's exit does not wait for it either
+    (a ThreadPoolExecutor's are joined at exit: the collector took seconds to stop)."""
+    with _slow(GOOD, 0.0) as (server, url):
+        server.hang.set()
+        c = offline_collector(
+            monkeypatch, brokers=1, read_metadata=_metadata, workers=1,
+            jmx_urls={1: url}, jmx_timeout_s=60.0,
+        )  # fmt: skip
+        published: list[object] = []
+        monkeypatch.setattr(c, "publish", published.append)
+        c._producer = object()
+        threading.Timer(1.0, c.request_stop).start()
+        try:
+            _returns(c.run, within_s=20)
+        finally:
+            c._pool.shutdown()
+    assert published == []
+    assert all(t.daemon for t in c._pool._threads)

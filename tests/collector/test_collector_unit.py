@@ -102,7 +102,9 @@ def test_config_errors_name_the_key() -> None:
     # A round's deadline shorter than a page's would cut every page slower than it,
     # whatever jmx_timeout_s says: named, not silently in force.
     with pytest.raises(ValidationError, match=r"round_timeout_s .* jmx_timeout_s"):
-        CollectorConfig(kafka={"bootstrap_servers": "127.0.0.1:9092"}, jmx_timeout_s=10)
+        CollectorConfig(
+            kafka={"bootstrap_servers": "127.0.0.1:9092"}, jmx_timeout_s=10, round_timeout_s=4
+        )
     assert (
         CollectorConfig(
             kafka={"bootstrap_servers": "127.0.0.1:9092"}, jmx_timeout_s=10, round_timeout_s=10
@@ -384,3 +386,20 @@ def test_a_round_asks_an_unanswering_controller_for_moves_once(
     ]
     (part,) = [e for e in res.events if isinstance(e, PartitionEvent)]
     assert part.adding_replicas is None and part.removing_replicas is None
+
+
+def test_the_page_deadline_follows_the_interval_and_the_pages() -> None:
+    """Unset, a page's deadline is the interval, longer for a broker whose pages are slow
+    (three times its slowest recent one), never more than jmx_timeout_max_s -- a fixed
+    3 s failed every page of exporter rules people run (1.5-2.9 s on a small lab broker).
+    A set jmx_timeout_s is the deadline; a set round_timeout_s caps either."""
+    k = {"bootstrap_servers": "127.0.0.1:9092"}
+    cfg = CollectorConfig(kafka=k)
+    assert cfg.jmx_timeout_s is None and cfg.round_timeout_s is None
+    assert cfg.page_deadline([]) == 10  # a first page: the longest one may take
+    assert cfg.page_deadline([0.08, 0.1]) == 5  # fast rules: the interval
+    assert cfg.page_deadline([2.9, 1.5]) == 8.7  # broad rules: three times the slowest
+    assert cfg.page_deadline([9.0]) == 10  # capped
+    assert CollectorConfig(kafka=k, interval_s=2).page_deadline([0.1]) == 2
+    assert CollectorConfig(kafka=k, jmx_timeout_s=3).page_deadline([2.9]) == 3
+    assert CollectorConfig(kafka=k, round_timeout_s=4).page_deadline([2.9]) == 4

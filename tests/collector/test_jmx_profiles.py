@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from monitor.collector.check import _check_endpoint
+from monitor.collector.check import _check_endpoint, _read_page
 from monitor.collector.collector import Collector
 from monitor.collector.config import CollectorConfig
 from monitor.collector.jmx import PROFILES, detect, missing, parse
@@ -62,6 +63,9 @@ kafka_controller_controllerstats_uncleanleaderelectionspersec 2.0
 process_start_time_seconds 1.693829439767E9
 """
 PAGES = {"monitor": MONITOR, "strimzi": STRIMZI, "confluent": CONFLUENT}
+
+
+K = {"bootstrap_servers": "127.0.0.1:9092"}
 
 
 @pytest.mark.parametrize("profile", sorted(PAGES))
@@ -144,24 +148,21 @@ def test_a_profile_set_that_the_page_does_not_speak_fails_the_check(tmp_path: Pa
     """``collect --check``'s endpoint line, without Kafka."""
     with _served(tmp_path, STRIMZI) as url:
         lines: list[str] = []
-        cfg = CollectorConfig(
-            kafka={"bootstrap_servers": "127.0.0.1:9092"}, jmx_profile="monitor", jmx_urls={1: url}
-        )
-        assert _check_endpoint(cfg, 1, url, lines.append) == 1
+        cfg = CollectorConfig(kafka=K, jmx_profile="monitor", jmx_urls={1: url})
+        assert _check_endpoint(cfg, 1, url, lines.append, _read_page(cfg, url)) == 1
         assert lines == [
             f"exporter of broker 1 ({url}): FAIL -- none of profile monitor's metrics on its page"
         ]
         lines.clear()
-        assert (
-            _check_endpoint(
-                CollectorConfig(kafka={"bootstrap_servers": "127.0.0.1:9092"}, jmx_urls={1: url}),
-                1,
-                url,
-                lines.append,
-            )
-            == 0
-        )
-        assert lines == [f"exporter of broker 1 ({url}): ok -- profile strimzi (detected)"]
+        cfg = CollectorConfig(kafka=K, jmx_urls={1: url})
+        assert _check_endpoint(cfg, 1, url, lines.append, _read_page(cfg, url)) == 0
+        (line,) = lines
+        # The render time against the deadline the collector gives the page: the interval.
+        assert re.fullmatch(
+            rf"exporter of broker 1 \({re.escape(url)}\): ok -- profile strimzi \(detected\), "
+            r"page read in \d+\.\d\d s \(its deadline 5 s, interval_s 5\)",
+            line,
+        ), line
 
 
 @pytest.mark.parametrize(("age_s", "error"), [(5, False), (600, True)])
@@ -179,6 +180,6 @@ def test_a_page_without_kafka_metrics_still_says_when_the_broker_started(
             CollectorConfig(kafka={"bootstrap_servers": "127.0.0.1:9092"}, jmx_urls={1: url}),
             clock=lambda: now_ms,
         )
-        _, _, scrape, why = c._scrape(1, url, now_ms)
+        _, _, scrape, why = c._scrape(1, url, now_ms, 5.0)
     assert scrape is not None and scrape.started_at == now_ms - age_s * 1000
     assert bool(why) is error, why
