@@ -30,10 +30,11 @@ from grafana_foundation_sdk.models import common
 from grafana_foundation_sdk.models import dashboard as model
 from grafana_foundation_sdk.models import prometheus as prom_model
 
+from dashboards import DATASOURCE_NAME as DATASOURCE_NAME
+from dashboards import DATASOURCE_UID as DATASOURCE_UID
+from dashboards import FOLDER_UID as FOLDER_UID
+
 OUT_DIR = Path(__file__).resolve().parent / "json"
-DATASOURCE_UID = "kafka-replication-prometheus"
-DATASOURCE_NAME = "Kafka replication Prometheus"
-FOLDER_UID = "kafka-replication"
 TAGS = ["kafka", "replication"]
 
 DS = model.DataSourceRef(type_val="prometheus", uid="${datasource}")
