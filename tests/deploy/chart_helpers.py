@@ -45,6 +45,14 @@ CR_SCHEMAS = {
     ),
 }
 
+#: The values without a default: the watched cluster and the monitor's own (the chart
+#: refuses to render the collector or the job without them: templates/_helpers.tpl,
+#: krm.requireKafka and krm.eventsConnection). The least a release is given.
+CLUSTERS: dict[str, Any] = {
+    "kafka": {"bootstrapServers": "my-cluster-kafka-bootstrap.kafka:9092"},
+    "eventsKafka": {"bootstrapServers": "monitor-kafka-bootstrap.monitoring:9092"},
+}
+
 #: Every optional part on, every secret reference set: the "all enabled" render.
 ALL_ENABLED: dict[str, Any] = {
     "kafka": {

@@ -42,6 +42,7 @@ import yaml  # type: ignore[import-untyped]
 from tests.deploy.chart_helpers import (
     ALL_ENABLED,
     CHART,
+    CLUSTERS,
     COLLECTOR_SELECTOR_DEFAULT,
     CR_SCHEMAS,
     DASHBOARDS_DIR,
@@ -92,7 +93,8 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def default_docs(tools: Tools, work: Path) -> list[dict[str, Any]]:
-    return render(tools, work)
+    """The defaults, but for the values that have none (CLUSTERS)."""
+    return render(tools, work, CLUSTERS)
 
 
 @pytest.fixture(scope="session")
@@ -100,19 +102,25 @@ def all_docs(tools: Tools, work: Path) -> list[dict[str, Any]]:
     return render(tools, work, ALL_ENABLED)
 
 
+def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """``base`` with ``over`` merged in (dicts recursively)."""
+    out = copy.deepcopy(base)
+    for k, v in over.items():
+        out[k] = merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
 def merged(*overrides: dict[str, Any]) -> dict[str, Any]:
     """ALL_ENABLED with ``overrides`` merged in (dicts recursively)."""
-
-    def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-        out = copy.deepcopy(base)
-        for k, v in over.items():
-            out[k] = merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
-        return out
-
     out = ALL_ENABLED
     for o in overrides:
         out = merge(out, o)
     return out
+
+
+def least(values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` on top of the least a release is given (CLUSTERS)."""
+    return merge(CLUSTERS, values)
 
 
 # -- the copies ---------------------------------------------------------------------------------
@@ -164,9 +172,9 @@ def test_the_rule_files_carry_the_defaults_the_chart_replaces() -> None:
 
 @pytest.mark.parametrize("values", ["default", "all"])
 def test_helm_lint(tools: Tools, work: Path, values: str) -> None:
+    given = ALL_ENABLED if values == "all" else CLUSTERS
     argv: list[str | Path] = [tools.helm, "lint", "--strict", CHART]
-    if values == "all":
-        argv += ["--values", write_values(work / "lint-all.yaml", ALL_ENABLED)]
+    argv += ["--values", write_values(work / f"lint-{values}.yaml", given)]
     proc = run(argv)
     assert proc.returncode == 0, describe(proc)
     assert "1 chart(s) linted, 0 chart(s) failed" in proc.stdout
@@ -217,18 +225,20 @@ def test_every_optional_part_renders(all_docs: list[dict[str, Any]]) -> None:
 def test_the_values_schema_refuses(
     tools: Tools, work: Path, values: dict[str, Any], complaint: str
 ) -> None:
-    proc = template(tools, work, values)
+    proc = template(tools, work, least(values))
     assert proc.returncode != 0, f"accepted {values}"
     assert "values don't meet the specifications of the schema" in proc.stderr, proc.stderr
     assert complaint in proc.stderr
 
 
 def test_the_stream_needs_a_place_for_its_state(tools: Tools, work: Path) -> None:
-    proc = template(tools, work, {"stream": {"enabled": True, "persistence": {"enabled": False}}})
+    proc = template(
+        tools, work, least({"stream": {"enabled": True, "persistence": {"enabled": False}}})
+    )
     assert proc.returncode != 0
     assert "give stream.checkpoint" in proc.stderr
     uris = {"checkpoint": "s3a://bucket/ck", "store": "s3a://bucket/store"}
-    docs = render(tools, work, {"stream": {"enabled": True, **uris}})
+    docs = render(tools, work, least({"stream": {"enabled": True, **uris}}))
     assert "PersistentVolumeClaim" not in kinds(docs)
     app = one(docs, "SparkApplication")
     args = app["spec"]["arguments"]
@@ -250,7 +260,7 @@ def test_core_objects_are_valid_kubernetes(
     tools: Tools, work: Path, values: str, kube_version: str
 ) -> None:
     proc = template(
-        tools, work, ALL_ENABLED if values == "all" else None, kube_version=kube_version
+        tools, work, ALL_ENABLED if values == "all" else CLUSTERS, kube_version=kube_version
     )
     assert proc.returncode == 0, describe(proc)
     docs = [d for d in yaml.safe_load_all(proc.stdout) if d and not is_custom(d)]
@@ -460,7 +470,7 @@ def test_the_rule_groups_are_the_shipped_groups(tools: Tools, work: Path) -> Non
 
 def test_one_sidecar_configmap_per_dashboard(tools: Tools, work: Path) -> None:
     values = {"dashboards": {"enabled": True, "label": "grafana/dashboard", "labelValue": "kafka"}}
-    docs = [d for d in render(tools, work, values) if d["kind"] == "ConfigMap"]
+    docs = [d for d in render(tools, work, least(values)) if d["kind"] == "ConfigMap"]
     by_file = {
         next(iter(d["data"])): d
         for d in docs
@@ -519,6 +529,12 @@ def test_collector_toml_loads_with_the_collectors_model(
     assert env["MONITOR_COLLECTOR_METRICS_HOST"] == "0.0.0.0"
     assert env["MONITOR_COLLECTOR_METRICS_PORT"] == str(ports["metrics"])
     assert unknown_env_keys(env) == []
+    # The events go to the monitor's own cluster: eventsKafka, never the watched one.
+    assert cfg.events_kafka is not None and not cfg.events_on_watched_cluster
+    assert (
+        cfg.events_connection().bootstrap_servers
+        == (ALL_ENABLED if values == "all" else CLUSTERS)["eventsKafka"]["bootstrapServers"]
+    )
     if values == "all":
         assert cfg.cluster == "prod-eu"
         assert cfg.jmx_urls == {1: "http://k1:9404/metrics", 2: "http://k2:9404/metrics"}
@@ -532,10 +548,70 @@ def test_collector_toml_loads_with_the_collectors_model(
         assert cfg.events_kafka.request_timeout_ms == 10000
 
 
+@pytest.mark.parametrize(
+    ("values", "complaint"),
+    [
+        ({}, "kafka.bootstrapServers is required: the watched cluster's bootstrap servers"),
+        ({"kafka": CLUSTERS["kafka"]}, "eventsKafka.bootstrapServers is required"),
+        (
+            {"eventsKafka": CLUSTERS["eventsKafka"], "collector": {"enabled": False},
+             "stream": {"enabled": True}},
+            None,  # the job alone needs no watched cluster
+        ),
+        (
+            {"collector": {"enabled": False}, "stream": {"enabled": True}},
+            "eventsKafka.bootstrapServers is required",
+        ),
+    ],
+    ids=["no-kafka", "no-events-kafka", "stream-alone", "stream-no-events-kafka"],
+)  # fmt: skip
+def test_the_clusters_have_no_default(
+    tools: Tools, work: Path, values: dict[str, Any], complaint: str | None
+) -> None:
+    """Without the clusters the chart refuses to render, with one line naming the value
+    (what the commands do: exit 78 naming kafka.bootstrap_servers, events_kafka)."""
+    proc = template(tools, work, values)
+    if complaint is None:
+        assert proc.returncode == 0, describe(proc)
+        return
+    assert proc.returncode != 0, f"rendered without {complaint.split()[0]}"
+    assert complaint in proc.stderr, proc.stderr
+    if "eventsKafka" in complaint:
+        assert "--set eventsOnWatchedCluster=true" in proc.stderr
+
+
+def test_events_on_the_watched_cluster_only_when_asked(
+    tools: Tools, work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """eventsOnWatchedCluster: the collector publishes on `kafka` (events_on_watched_cluster,
+    no [events_kafka]) and the job reads there."""
+    from monitor.collector.config import CollectorConfig
+    from streaming.cli import build_parser, config_from_args
+
+    values = {
+        "kafka": CLUSTERS["kafka"],
+        "eventsOnWatchedCluster": True,
+        "stream": {"enabled": True},
+    }
+    docs = render(tools, work, values)
+    data = collector_toml(docs)
+    assert "events_kafka" not in data and data["events_on_watched_cluster"] is True
+    cfg = CollectorConfig.model_validate(data)
+    watched = CLUSTERS["kafka"]["bootstrapServers"]
+    assert cfg.events_connection().bootstrap_servers == watched
+    driver = one(docs, "SparkApplication")["spec"]["driver"]
+    for name in [n for n in os.environ if n.startswith("MONITOR_")]:
+        monkeypatch.delenv(name)
+    for item in driver["env"]:
+        monkeypatch.setenv(item["name"], item["value"])
+    args = one(docs, "SparkApplication")["spec"]["arguments"]
+    assert config_from_args(build_parser().parse_args(args)).kafka.bootstrap_servers == watched
+
+
 def test_the_disruption_budget_takes_min_available(tools: Tools, work: Path) -> None:
-    default = one(render(tools, work), "PodDisruptionBudget")["spec"]
+    default = one(render(tools, work, CLUSTERS), "PodDisruptionBudget")["spec"]
     assert default["maxUnavailable"] == 1 and "minAvailable" not in default
-    values = {"collector": {"podDisruptionBudget": {"minAvailable": 1}}}
+    values = least({"collector": {"podDisruptionBudget": {"minAvailable": 1}}})
     spec = one(render(tools, work, values), "PodDisruptionBudget")["spec"]
     assert spec["minAvailable"] == 1 and "maxUnavailable" not in spec
 
@@ -544,7 +620,7 @@ def test_broker_ids_may_be_yaml_integers(tools: Tools, work: Path) -> None:
     from monitor.collector.config import CollectorConfig
 
     urls = {1: "http://kafka-0.kafka:9404/metrics", 12: "http://kafka-1.kafka:9404/metrics"}
-    docs = render(tools, work, {"collector": {"config": {"jmx_urls": urls}}})
+    docs = render(tools, work, least({"collector": {"config": {"jmx_urls": urls}}}))
     assert CollectorConfig.model_validate(collector_toml(docs)).jmx_urls == urls
 
 
@@ -621,7 +697,9 @@ def test_the_spark_job_settings_load_with_the_jobs_model(
         monkeypatch.setenv(name, value)
     cfg = config_from_args(build_parser().parse_args(app["spec"]["arguments"]))
     assert cfg.master is None  # spark-submit's (the operator's)
-    assert cfg.jars == []  # the connector comes from deps.packages
+    # Nothing added to spark.jars: the image's Spark has the Kafka source on its own
+    # classpath (tests/deploy/test_image.py), else stream.deps brings it.
+    assert cfg.jars == []
     assert cfg.metrics_host == "0.0.0.0"
     assert cfg.metrics_port == driver["ports"][0]["containerPort"] == 9488
     assert cfg.checkpoint.startswith("/var/lib/kafka-replication-monitor/")

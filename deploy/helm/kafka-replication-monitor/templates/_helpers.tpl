@@ -230,12 +230,29 @@ of a values file as a float: 1000000 would print as 1e+06).
 {{- end }}
 {{- end }}
 
-{{/* The monitor's Kafka cluster: events_kafka when set, else the monitored cluster. */}}
+{{/*
+Settings without a default, refused with one line naming the value (as the commands refuse
+theirs: monitor/collector/config.py, streaming/config.py REQUIRED).
+*/}}
+{{- define "krm.requireKafka" -}}
+{{- if not .Values.kafka.bootstrapServers }}
+{{- fail "kafka.bootstrapServers is required: the watched cluster's bootstrap servers (--set kafka.bootstrapServers=HOST:PORT[,HOST:PORT])" }}
+{{- end }}
+{{- end }}
+
+{{/*
+The monitor's Kafka cluster: events_kafka when set; the monitored cluster only when
+eventsOnWatchedCluster says so; else the chart refuses (the collector would: it publishes
+nowhere without events_kafka unless events_on_watched_cluster).
+*/}}
 {{- define "krm.eventsConnection" -}}
 {{- if .Values.eventsKafka.bootstrapServers }}
 {{- toJson (dict "conn" .Values.eventsKafka "id" "events-kafka") }}
-{{- else }}
+{{- else if .Values.eventsOnWatchedCluster }}
+{{- include "krm.requireKafka" . }}
 {{- toJson (dict "conn" .Values.kafka "id" "kafka") }}
+{{- else }}
+{{- fail "eventsKafka.bootstrapServers is required: the bootstrap servers of the monitor's own Kafka cluster, where the events go and the Spark job reads them (--set eventsKafka.bootstrapServers=HOST:PORT); to publish on the watched cluster itself, say so: --set eventsOnWatchedCluster=true" }}
 {{- end }}
 {{- end }}
 
