@@ -162,7 +162,7 @@ def test_a_grafana_that_never_answers_is_a_timeout(capsys: pytest.CaptureFixture
     )
 
 
-def _grafana_answers(state: dict[str, Any]) -> Answer:
+def grafana_answers(state: dict[str, Any]) -> Answer:
     """The documented answers of Grafana's HTTP API to the calls ``push`` makes: the
     datasource and the folder missing (404) until created, then there."""
 
@@ -196,7 +196,7 @@ def test_push_sends_the_documented_requests_and_is_idempotent(
     boards = load_dashboards()
     uids = [b["uid"] for b in boards.values()]
     state: dict[str, Any] = {}
-    with http_server(_grafana_answers(state)) as (url, seen):
+    with http_server(grafana_answers(state)) as (url, seen):
         argv = ["dashboards", "push", "--url", url, "--prometheus-url", "http://prom:9090"]
         assert main(argv) == 0
         first = list(seen)
@@ -241,7 +241,7 @@ def test_push_sends_the_documented_requests_and_is_idempotent(
 
 def test_basic_auth_from_the_password_file(tmp_path: Path) -> None:
     (tmp_path / "pw").write_text("s3cret:with colon\n")
-    with http_server(_grafana_answers({})) as (url, seen):
+    with http_server(grafana_answers({})) as (url, seen):
         argv = ["dashboards", "push", "--url", url, "--user", "admin"]
         assert main([*argv, "--password-file", str(tmp_path / "pw")]) == 0
     expected = "Basic " + base64.b64encode(b"admin:s3cret:with colon").decode()
