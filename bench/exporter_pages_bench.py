@@ -1,35 +1,34 @@
 """How slow are the exporter pages people really run, at a real broker's size?
 
-    python -m bench.exporter_pages_bench [--partitions 2000] [--rounds 12] [--scrapes 5]
-        [--styles monitor,strimzi,confluent] [--heap 768m] [--rate 100] [--dir DIR]
+    python -m bench.exporter_pages_bench [--partitions 2000] [--rounds 12] [--scrapes 3]
+        [--styles shipped,strimzi,confluent] [--blocks 2] [--heap 768m] [--rate 100]
         [--collector-from CHECKOUT ...]
 
 One lab of 3 brokers (Kafka from the Maven jars, the JMX exporter agent 1.0.1 in each
 broker) holding ``--partitions`` partitions in all at RF 3 -- every broker holds every
 partition, so a page carries ``--partitions`` replicas -- under a light produce load
-(``--rate`` records/s, acks=1, spread over the partitions). Once per rule set, in the order
-given, the brokers are started with it as their agent's rules (``LabConfig.exporter_rules``):
+(``--rate`` records/s, acks=1, spread over the partitions). The brokers' agents read their
+rules from one file of the bench's (``LabConfig.exporter_rules``), which holds each rule
+set in turn: the agent reloads a changed file at its next scrape, and the bench reads until
+every page is of the new rules. The rule sets (``--styles``):
 
-* ``monitor`` -- this project's rules (the lab's own: ``includeObjectNames`` narrowed to the
-  MBeans it exports);
+* ``shipped`` -- this project's rules for operators
+  (``monitor/assets/jmx-exporter/kafka-replication.yaml``: only the MBeans the collector
+  reads); ``lab`` -- the lab's own (every per-partition Kafka MBean, ``includeObjectNames``
+  still narrowed to Kafka's domains);
 * ``strimzi`` / ``confluent`` -- broad rules of our own in each project's style
-  (``tests/collector/exporter_rules/``: no ``includeObjectNames``, every MBean walked and
-  tried against dozens of generic regexes).
+  (``tests/collector/exporter_rules/``: no ``includeObjectNames``, every MBean of the JVM
+  walked and tried against dozens of generic regexes).
 
-For each it prints
-
-* each broker's page render time, timed at the HTTP client from connect to last byte:
-  ``--scrapes`` GETs of each broker alone (one after another), then ``--scrapes`` rounds of
-  all brokers at once (as the collector reads them: one thread per broker); median and
-  max, and the exporter's own ``jmx_scrape_duration_seconds`` beside them;
-* the page: bytes, lines, series, the MBean series among them (neither ``jvm_``,
-  ``process_`` nor ``jmx_``), the replicas on it, the profile the collector detects;
-* ``monitor collect --check``'s lines for the lab (its exporters' verdicts);
-* the real collector (``Collector``; ``CollectorConfig`` at its defaults but the bootstrap
-  and ``jmx_urls``; nothing published) running ``--rounds`` rounds at its default interval:
-  per round, the share of replicas sampled (the replicas with a log end sample in the
-  round's events, over those the metadata lists), by broker, and the errors; the brokers'
-  CPU per round.
+The rule sets take turns, so that each sees the same machine: ``--scrapes`` times, each in
+turn, its pages are timed at the HTTP client from connect to last byte -- each broker alone
+(one after another), then all brokers at once (as the collector reads them: one thread per
+broker) -- after one untimed read of all pages (the reload); then ``--blocks`` times, each
+in turn, the real collector (``Collector``; ``CollectorConfig`` at its defaults but the
+bootstrap and ``jmx_urls``; nothing published) runs ``--rounds``/``--blocks`` rounds at its
+default interval: per round, the share of replicas sampled (those with a log end sample in
+the round's events, over those the metadata lists), by broker, and the page errors; the
+brokers' CPU per round. ``monitor collect --check`` runs once per rule set.
 
 ``--collector-from CHECKOUT`` runs ``--check`` and the rounds once more, on the same lab
 and pages, with the collector of another checkout (a child process with that checkout's
@@ -39,9 +38,11 @@ deadlines::
     mkdir /tmp/before && git archive COMMIT monitor streaming | tar -x -C /tmp/before
     python -m bench.exporter_pages_bench --collector-from /tmp/before
 
-The end prints the rule sets side by side (one run: their ratio holds on a noisy shared
-machine better than their absolute figures), with the machine and its load average at
-start and end. The first page after a start is timed apart (a cold JVM).
+The end prints the rule sets side by side: render time (median / max over every broker's
+scrapes), page size, lines and series (the MBean series: neither ``jvm_``, ``process_``
+nor ``jmx_``), replicas on a page, ``--check``'s verdict on the pages, the share sampled a
+round, the rounds with a failed page and why -- and the machine with its load average at
+start and end.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ import tempfile
 import threading
 import time
 import urllib.parse
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,13 +70,14 @@ from pathlib import Path
 import monitor
 from bench.model_bench import machine
 from bench.spark_bench import _cpu_s
+from monitor import assets
 from monitor.collector import Collector, CollectorConfig, jmx
 from monitor.collector.collector import RoundResult
 from monitor.collector.jmx import PROFILES
 from monitor.contract.events import PartitionEvent
 from monitor.dev.lab.admin import admin_client, create_topic, elect_leader, wait_for_partitions
 from monitor.dev.lab.cluster import Lab
-from monitor.dev.lab.config import LabConfig
+from monitor.dev.lab.config import LabConfig, exporter_yaml
 from monitor.dev.lab.load import produce
 from monitor.dev.lab.ports import reserve_base_port
 
@@ -82,17 +85,17 @@ ROOT = Path(__file__).resolve().parents[1]
 RULES_DIR = ROOT / "tests" / "collector" / "exporter_rules"
 #: Where the collector measured comes from (this checkout, or another on PYTHONPATH).
 MONITOR_ROOT = Path(monitor.__file__).resolve().parents[1]
-#: The rule sets, by name: None is the project's own (the lab's default).
-STYLES: dict[str, Path | None] = {
-    "monitor": None,
-    "strimzi": RULES_DIR / "strimzi-style.yaml",
-    "confluent": RULES_DIR / "confluent-style.yaml",
+#: Each rule set's text, by name.
+STYLES: dict[str, Callable[[], str]] = {
+    "shipped": lambda: assets.read_text("jmx-exporter/kafka-replication.yaml"),
+    "lab": exporter_yaml,
+    "strimzi": lambda: (RULES_DIR / "strimzi-style.yaml").read_text(),
+    "confluent": lambda: (RULES_DIR / "confluent-style.yaml").read_text(),
 }
 #: The largest topic created (KRaft refuses one CreateTopics batch that is too large).
 TOPIC_MAX = 1000
 #: Series that are not an MBean's: the agent's JVM and process collectors, its own.
 _NOT_MBEAN = ("jvm_", "process_", "jmx_")
-_SCRAPE_DURATION = re.compile(r"^jmx_scrape_duration_seconds(?:\{[^}]*\})? (\S+)$", re.M)
 _BROKER_PREFIX = re.compile(r"^broker \d+: ")
 
 
@@ -115,6 +118,22 @@ def timed_get(url: str) -> tuple[float, str]:
     finally:
         conn.close()
     return took, body.decode("utf-8", errors="replace")
+
+
+def at_once(urls: dict[int, str]) -> dict[int, tuple[float, str]]:
+    """Every page read at the same time, one thread per broker (as the collector does)."""
+    with ThreadPoolExecutor(len(urls)) as pool:
+        futures = {b: pool.submit(timed_get, url) for b, url in urls.items()}
+        return {b: fut.result() for b, fut in futures.items()}
+
+
+def style_of(page: str) -> str | None:
+    """Which rule set made ``page`` (the two of this project's told apart by the lab's
+    per-partition families)."""
+    profile = jmx.detect(page)
+    if profile == "monitor":
+        return "lab" if "kafka_log_size_bytes{" in page else "shipped"
+    return profile
 
 
 @dataclass
@@ -144,10 +163,59 @@ class PageFacts:
         )
 
 
-def exporter_seconds(page: str) -> float | None:
-    """The exporter's own time for the MBean walk of this page."""
-    m = _SCRAPE_DURATION.search(page)
-    return float(m.group(1)) if m else None
+class RulesFile:
+    """The one rules file every broker's agent reads (``LabConfig.exporter_rules``)."""
+
+    def __init__(self, path: Path, style: str) -> None:
+        self.path = path
+        self.style = ""
+        self._write(style)
+
+    def _write(self, style: str) -> None:
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(STYLES[style]())
+        os.replace(tmp, self.path)  # whole: an agent never reads half a file
+        self.style = style
+
+    def use(self, lab: Lab, style: str) -> None:
+        """Serve ``style``'s rules: written, then every page read (untimed) until each is
+        of those rules -- the agent reloads a changed file at its next scrape."""
+        if style != self.style:
+            self._write(style)
+        for _ in range(5):
+            pages = at_once(lab.jmx_urls)
+            made = {b: style_of(page) for b, (_, page) in pages.items()}
+            if set(made.values()) == {style}:
+                return
+            os.utime(self.path)  # a reload that failed is not tried again by itself
+        raise RuntimeError(f"the exporters did not take the {style} rules: {made}")
+
+
+@dataclass
+class CollectorRun:
+    """Rounds of one collector (a checkout's) on one rule set's pages."""
+
+    source: str
+    settings: str = ""
+    check_code: int | None = None
+    check_lines: list[str] = field(default_factory=list)
+    shares: list[float] = field(default_factory=list)  # per round, all brokers
+    round_s: list[float] = field(default_factory=list)
+    wall_s: float = 0.0  # all the rounds, start to end
+    failed_rounds: int = 0
+    errors: dict[str, int] = field(default_factory=dict)  # page errors, broker left out
+    broker_cpu: list[float] = field(default_factory=list)  # per round, the brokers' mean
+
+    def merge(self, other: CollectorRun) -> None:
+        self.settings = other.settings
+        if other.check_lines:
+            self.check_code, self.check_lines = other.check_code, other.check_lines
+        self.shares += other.shares
+        self.round_s += other.round_s
+        self.wall_s += other.wall_s
+        self.failed_rounds += other.failed_rounds
+        self.errors = dict(collections.Counter(self.errors) + collections.Counter(other.errors))
+        self.broker_cpu += other.broker_cpu
 
 
 @dataclass
@@ -155,11 +223,8 @@ class StyleResult:
     style: str
     alone: dict[int, list[float]] = field(default_factory=dict)
     together: dict[int, list[float]] = field(default_factory=dict)
-    own: list[float] = field(default_factory=list)  # jmx_scrape_duration_seconds
-    first: dict[int, float] = field(default_factory=dict)
     facts: dict[int, PageFacts] = field(default_factory=dict)
-    runs: list[CollectorRun] = field(default_factory=list)
-    load: tuple[float, float] = (0.0, 0.0)  # 1-min load average at its start and end
+    runs: dict[str, CollectorRun] = field(default_factory=dict)  # by checkout
 
 
 def _fmt(values: list[float]) -> str:
@@ -179,20 +244,12 @@ def ensure_topics(lab: Lab, topics: dict[str, int]) -> None:
     with admin_client(lab.bootstrap_servers) as admin:
         existing = set(admin.list_topics())
     for topic, n in topics.items():
-        if topic in existing:  # the rule set before made them (the lab keeps its data)
+        if topic in existing:  # a --dir lab of an earlier run
             continue
         create_topic(
             lab.bootstrap_servers, topic, partitions=n, replication_factor=3,
             min_insync_replicas=2, timeout_s=900,
         )  # fmt: skip
-    say(f"topics {', '.join(topics)}: {sum(topics.values()):,} partitions, RF 3 "
-        f"(created or found in {time.perf_counter() - t:.0f} s)")  # fmt: skip
-
-
-def settle(lab: Lab, topics: dict[str, int]) -> None:
-    """Every partition led with a full ISR, leadership back on the preferred replicas
-    (a restart leaves it wherever the brokers came up first)."""
-    t = time.perf_counter()
     for topic, n in topics.items():
         wait_for_partitions(
             lab.bootstrap_servers, topic,
@@ -200,11 +257,12 @@ def settle(lab: Lab, topics: dict[str, int]) -> None:
             and all(p.leader >= 0 and set(p.isr) == set(p.replicas) for p in ps),
             timeout_s=900, what="every partition led with a full ISR",
         )  # fmt: skip
-        try:
+        try:  # leadership on the preferred replicas (a restarted lab's is anywhere)
             elect_leader(lab.bootstrap_servers, topic, None, unclean=False, timeout_s=120)
-        except Exception as e:  # ELECTION_NOT_NEEDED and the like: leadership is as it is
+        except Exception as e:  # ELECTION_NOT_NEEDED and the like: as it is
             say(f"  preferred election of {topic}: {type(e).__name__}")
-    say(f"  full ISRs, preferred leaders ({time.perf_counter() - t:.0f} s)")
+    say(f"topics {', '.join(topics)}: {sum(topics.values()):,} partitions, RF 3, full ISRs "
+        f"({time.perf_counter() - t:.0f} s)")  # fmt: skip
 
 
 class ProduceLoad:
@@ -231,35 +289,23 @@ class ProduceLoad:
             th.join(timeout=90)
 
 
-def scrape_pages(lab: Lab, res: StyleResult, n: int, topics: set[str]) -> None:
+def scrape_turn(lab: Lab, res: StyleResult, topics: set[str], turn: int) -> None:
+    """One turn of ``res.style``'s pages (its rules served): each broker alone, then all
+    at once."""
     urls = lab.jmx_urls
-    for b, url in urls.items():  # the first page of a started JVM, apart
-        res.first[b], page = timed_get(url)
     for b, url in urls.items():
-        res.alone[b] = []
-        for _ in range(n):
-            took, page = timed_get(url)
-            res.alone[b].append(took)
-            if (own := exporter_seconds(page)) is not None:
-                res.own.append(own)
+        took, page = timed_get(url)
+        res.alone.setdefault(b, []).append(took)
         res.facts[b] = PageFacts.of(page, topics)
-    for b in urls:
-        res.together[b] = []
-    with ThreadPoolExecutor(len(urls)) as pool:
-        for _ in range(n):
-            futures = {b: pool.submit(timed_get, url) for b, url in urls.items()}
-            for b, fut in futures.items():
-                res.together[b].append(fut.result()[0])
-    for b in urls:
-        f = res.facts[b]
-        say(
-            f"  broker {b}: first page {res.first[b]:.2f} s; alone {_fmt(res.alone[b])} s, "
-            f"all at once {_fmt(res.together[b])} s (median / max of {n}); "
-            f"{f.size / 1e6:.2f} MB, {f.lines:,} lines, {f.series:,} series "
-            f"({f.mbean_series:,} of MBeans), {f.replicas:,} replicas of the bench's topics; "
-            f"profile {f.profile}{', lacks ' + ', '.join(f.missing) if f.missing else ''}"
-        )
-    say(f"  the exporter's own jmx_scrape_duration_seconds (alone): {_fmt(res.own)} s")
+    for b, (took, _) in at_once(urls).items():
+        res.together.setdefault(b, []).append(took)
+    say(
+        f"  turn {turn} {res.style:9}: alone "
+        + ", ".join(f"{b}: {res.alone[b][-1]:.2f}" for b in urls)
+        + " s; at once "
+        + ", ".join(f"{b}: {res.together[b][-1]:.2f}" for b in urls)
+        + f" s; load {os.getloadavg()[0]:.1f}"
+    )
 
 
 def run_check(bootstrap: str, urls: dict[int, str], where: Path) -> tuple[int, list[str]]:
@@ -288,22 +334,6 @@ def _env_for(where: Path) -> dict[str, str]:
         env["PYTHONPATH"] = os.pathsep.join([str(where), str(ROOT)])
         env.setdefault("MONITOR_CACHE", str(ROOT / ".cache"))
     return env
-
-
-@dataclass
-class CollectorRun:
-    """``--rounds`` rounds of one collector (a checkout's) on one rule set's pages."""
-
-    source: str
-    settings: str = ""
-    check_code: int | None = None
-    check_lines: list[str] = field(default_factory=list)
-    shares: list[float] = field(default_factory=list)  # per round, all brokers
-    round_s: list[float] = field(default_factory=list)
-    wall_s: float = 0.0  # all the rounds, start to end
-    failed_rounds: int = 0
-    errors: dict[str, int] = field(default_factory=dict)  # page errors, broker left out
-    broker_cpu_per_round: dict[int, float] = field(default_factory=dict)
 
 
 def collect_rounds(bootstrap: str, urls: dict[int, str], rounds: int, run: CollectorRun) -> None:
@@ -355,12 +385,13 @@ def collect_rounds(bootstrap: str, urls: dict[int, str], rounds: int, run: Colle
     run.errors = dict(errors.most_common())
 
 
-def run_collector(lab: Lab, where: Path, rounds: int) -> CollectorRun:
-    """``monitor collect --check`` and ``rounds`` collector rounds from the checkout
-    ``where`` (this process's own, or another's in a child process), with the brokers' CPU
-    meanwhile."""
+def run_collector(lab: Lab, where: Path, rounds: int, check: bool) -> CollectorRun:
+    """``rounds`` collector rounds from the checkout ``where`` (this process's own, or
+    another's in a child process), with the brokers' CPU meanwhile; ``monitor collect
+    --check`` first if ``check``."""
     run = CollectorRun(source=str(where))
-    run.check_code, run.check_lines = run_check(lab.bootstrap_servers, lab.jmx_urls, where)
+    if check:
+        run.check_code, run.check_lines = run_check(lab.bootstrap_servers, lab.jmx_urls, where)
     pids = {b: p for b in lab.node_ids if (p := lab.pid(b)) is not None}
     cpu0 = {b: _cpu_s(p) for b, p in pids.items()}
     if where == MONITOR_ROOT:
@@ -386,11 +417,11 @@ def run_collector(lab: Lab, where: Path, rounds: int) -> CollectorRun:
         child.update(source=str(where), check_code=run.check_code, check_lines=run.check_lines)
         run = CollectorRun(**child)
     done = max(1, len(run.shares))
-    run.broker_cpu_per_round = {b: (_cpu_s(p) - cpu0[b]) / done for b, p in pids.items()}
+    cpu = [(_cpu_s(p) - cpu0[b]) / done for b, p in pids.items()]
+    run.broker_cpu = [statistics.mean(cpu)] * len(run.shares)
     say(
-        f"  {len(run.shares)} rounds in {run.wall_s:.0f} s; brokers' CPU per round (rendering "
-        "the page, serving the load): "
-        + ", ".join(f"{b}: {c:.2f} s" for b, c in run.broker_cpu_per_round.items())
+        f"  {len(run.shares)} rounds in {run.wall_s:.0f} s; brokers' CPU per round "
+        f"(rendering the page, serving the load): {', '.join(f'{c:.2f}' for c in cpu)} s"
     )
     return run
 
@@ -399,45 +430,19 @@ def run_collector(lab: Lab, where: Path, rounds: int) -> CollectorRun:
 _RESULT = "RESULT "
 
 
-def one_style(
-    lab_dir: Path, port: int, args: argparse.Namespace, style: str, topics: dict[str, int]
-) -> StyleResult:
-    res = StyleResult(style)
-    load0 = os.getloadavg()[0]
-    say(f"\n== {style} rules ({STYLES[style] or 'the lab default'}), load average {load0:.1f}")
-    cfg = LabConfig(dir=lab_dir, base_port=port, heap=args.heap, exporter_rules=STYLES[style])
-    lab = Lab(cfg, progress=lambda m: say(f"  [lab] {m}"))
-    lab.up()
-    load = None
-    try:
-        ensure_topics(lab, topics)
-        settle(lab, topics)
-        load = ProduceLoad(lab, topics, args.rate)
-        scrape_pages(lab, res, args.scrapes, set(topics))
-        for where in [MONITOR_ROOT, *args.collector_from]:
-            res.runs.append(run_collector(lab, where, args.rounds))
-    finally:
-        if load is not None:
-            load.finish()
-        lab.down()
-    res.load = (load0, os.getloadavg()[0])
-    return res
-
-
-def summary(results: list[StyleResult], partitions: int, rounds: int) -> None:
+def summary(results: dict[str, StyleResult], partitions: int) -> None:
     say(f"\n== side by side: {partitions:,} partitions, RF 3, 3 brokers (every broker holds "
         f"every partition); seconds are median / max over the brokers' scrapes")  # fmt: skip
     say(
-        f"{'rules':10} {'alone s':>13} {'at once s':>13} {'own s':>13} {'first s':>6} "
+        f"{'rules':10} {'alone s':>13} {'at once s':>13} "
         f"{'page MB':>7} {'lines':>7} {'MBean series':>12} {'replicas':>8}"
     )
-    for r in results:
+    for r in results.values():
         alone = [x for v in r.alone.values() for x in v]
         together = [x for v in r.together.values() for x in v]
         facts = list(r.facts.values())
         say(
-            f"{r.style:10} {_fmt(alone):>13} {_fmt(together):>13} {_fmt(r.own):>13} "
-            f"{max(r.first.values()):6.2f} "
+            f"{r.style:10} {_fmt(alone):>13} {_fmt(together):>13} "
             f"{statistics.median(f.size for f in facts) / 1e6:7.2f} "
             f"{statistics.median(f.lines for f in facts):7,.0f} "
             f"{statistics.median(f.mbean_series for f in facts):12,.0f} "
@@ -445,28 +450,27 @@ def summary(results: list[StyleResult], partitions: int, rounds: int) -> None:
         )
     say(
         f"\n{'rules':10} {'collector':28} {'--check pages':>13} {'sampled a round':>20} "
-        f"{'failed rounds':>13} {'rounds took':>11} {'broker CPU/round':>16}"
+        f"{'failed rounds':>13} {'s a round':>9} {'broker CPU/round':>16}"
     )
-    for r in results:
-        for run in r.runs:
+    for r in results.values():
+        for run in r.runs.values():
             shares = (
                 f"{statistics.mean(run.shares):.1%} (min {min(run.shares):.0%})"
                 if run.shares
                 else "-"
             )
-            cpu = statistics.mean(run.broker_cpu_per_round.values() or [0.0])
             pages = [line for line in run.check_lines if line.startswith("exporter of broker")]
             check = f"{sum(': ok' in line for line in pages)}/{len(pages)} ok"
+            cpu = statistics.mean(run.broker_cpu or [0.0])
+            pace = run.wall_s / max(1, len(run.shares))
             say(
                 f"{r.style:10} {run.source[-28:]:28} {check:>13} {shares:>20} "
-                f"{f'{run.failed_rounds}/{len(run.shares)}':>13} {run.wall_s:10.0f}s "
-                f"{cpu:15.2f}s"
+                f"{f'{run.failed_rounds}/{len(run.shares)}':>13} {pace:9.1f} {cpu:15.2f}s"
             )
-    for r in results:
-        for run in r.runs:
+    for r in results.values():
+        for run in r.runs.values():
             errors = "; ".join(f"{n}x {m}" for m, n in run.errors.items()) or "none"
             say(f"{r.style} / {run.source}: page errors: {errors}")
-        say(f"{r.style}: load average {r.load[0]:.1f} -> {r.load[1]:.1f}")
 
 
 def collect_only(args: argparse.Namespace) -> int:
@@ -481,15 +485,61 @@ def collect_only(args: argparse.Namespace) -> int:
     return 0
 
 
+def bench(args: argparse.Namespace, styles: list[str], work: Path, port: int) -> None:
+    topics = topics_for(args.partitions)
+    rules = RulesFile(work / "rules.yaml", styles[0])
+    cfg = LabConfig(dir=work / "lab", base_port=port, heap=args.heap, exporter_rules=rules.path)
+    lab = Lab(cfg, progress=lambda m: say(f"  [lab] {m}"))
+    results = {s: StyleResult(s) for s in styles}
+    sources = [MONITOR_ROOT, *args.collector_from]
+    lab.up()
+    load = None
+    try:
+        ensure_topics(lab, topics)
+        load = ProduceLoad(lab, topics, args.rate)
+        first = {b: took for b, (took, _) in at_once(lab.jmx_urls).items()}
+        say(f"the first pages after the start ({styles[0]}): "
+            + ", ".join(f"{b}: {t:.2f} s" for b, t in first.items()))  # fmt: skip
+        say(f"\n== pages, {args.scrapes} turns of each rule set")
+        for turn in range(args.scrapes):
+            for style in styles:
+                rules.use(lab, style)
+                scrape_turn(lab, results[style], set(topics), turn)
+        for r in results.values():
+            for b, f in r.facts.items():
+                say(
+                    f"  {r.style:9} broker {b}: {f.size / 1e6:.2f} MB, {f.lines:,} lines, "
+                    f"{f.series:,} series ({f.mbean_series:,} of MBeans), {f.replicas:,} "
+                    f"replicas of the bench's topics; profile {f.profile}"
+                    + (f", lacks {', '.join(f.missing)}" if f.missing else "")
+                )
+        per_block = math.ceil(args.rounds / args.blocks)
+        say(f"\n== the collector, {args.blocks} blocks of {per_block} rounds for each rule set")
+        for block in range(args.blocks):
+            for style in styles:
+                rules.use(lab, style)
+                order = sources if block % 2 == 0 else sources[::-1]
+                for where in order:
+                    say(f"block {block}, {style} rules, the collector from {where}:")
+                    run = run_collector(lab, where, per_block, check=block == 0)
+                    runs = results[style].runs
+                    runs.setdefault(str(where), CollectorRun(source=str(where))).merge(run)
+    finally:
+        if load is not None:
+            load.finish()
+        lab.down()
+    summary(results, sum(topics.values()))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--partitions", type=int, default=2000, help="in all; each broker holds all")
     ap.add_argument("--rounds", type=int, default=12, help="collector rounds per rule set")
-    ap.add_argument("--scrapes", type=int, default=5, help="timed GETs per broker, each way")
-    ap.add_argument("--styles", default="monitor,strimzi,confluent")
+    ap.add_argument("--blocks", type=int, default=2, help="turns the rounds are taken in")
+    ap.add_argument("--scrapes", type=int, default=3, help="turns of timed GETs per rule set")
+    ap.add_argument("--styles", default="shipped,strimzi,confluent", help=f"of {list(STYLES)}")
     ap.add_argument("--heap", default="768m", help="-Xmx of each broker")
     ap.add_argument("--rate", type=float, default=100.0, help="records/s in all (acks=1)")
-    ap.add_argument("--dir", type=Path, help="the lab's folder (kept); default: a temporary one")
     ap.add_argument(
         "--collector-from",
         type=Path,
@@ -507,24 +557,21 @@ def main(argv: list[str] | None = None) -> int:
         return collect_only(args)
     styles = [s.strip() for s in args.styles.split(",") if s.strip()]
     unknown = [s for s in styles if s not in STYLES]
-    if unknown or not styles:
-        ap.error(f"--styles: unknown {unknown}; known: {', '.join(STYLES)}")
+    if unknown or not styles or len(set(styles)) < len(styles):
+        ap.error(f"--styles: unknown or repeated {unknown or styles}; known: {', '.join(STYLES)}")
+    if args.blocks < 1 or args.scrapes < 1 or args.rounds < 1:
+        ap.error("--blocks, --scrapes and --rounds are at least 1")
     args.collector_from = [p.resolve() for p in args.collector_from]
     for where in args.collector_from:
         if not (where / "monitor" / "collector" / "collector.py").is_file():
             ap.error(f"--collector-from {where}: no monitor/collector there")
     started = time.monotonic()
     say(f"machine: {machine()}; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    topics = topics_for(args.partitions)
-    results = []
     with (
         tempfile.TemporaryDirectory(prefix="exporter-pages-") as tmp,
         reserve_base_port(23092) as port,
     ):
-        lab_dir = args.dir or Path(tmp) / "lab"
-        for style in styles:
-            results.append(one_style(lab_dir, port, args, style, topics))
-    summary(results, sum(topics.values()), args.rounds)
+        bench(args, styles, Path(tmp), port)
     say(f"load average at the end {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
         f"bench wall time {time.monotonic() - started:.0f} s")  # fmt: skip
     return 0
