@@ -48,6 +48,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "monitor.commands.runbook",
     "monitor.commands.dashboards",
     "monitor.commands.assets",
+    "monitor.commands.run",
     "monitor.dev.demo",
     "monitor.dev.soak",
     "streaming.cli",
@@ -68,6 +69,7 @@ COMMAND_OWNERS: dict[str, str] = {
     },
     "dashboards": "monitor.commands.dashboards",
     "assets": "monitor.commands.assets",
+    "run": "monitor.commands.run",
     "demo": "monitor.dev.demo",
     "soak": "monitor.dev.soak",
     "stream": "streaming.cli",
@@ -130,6 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         parser = build_parser(given)
         args = parser.parse_args(given)
+        args.argv = given  # as given: for lines that say which command to run again
         code: int = args.func(args)
         sys.stdout.flush()  # here, where a closed pipe can be told apart (not at exit)
     except KeyboardInterrupt:
@@ -141,7 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(
             f"monitor {command}: needs the '{extra}' extra (no module {e.name}): "
-            f"pip install '{PACKAGE}[{extra}]'",
+            f"pip install './[{extra}]' from a clone of the repository (README.md, Install)",
             file=sys.stderr,
         )
         return EXIT_CONFIG

@@ -471,6 +471,26 @@ def spark_kafka_jars(spark_version: str | None = None) -> list[Path]:
     return _jars_in(folder)
 
 
+def cached_kafka() -> Path | None:
+    """The folder of the Kafka broker's jars (:data:`KAFKA_VERSION`) already resolved into
+    the cache, without running Maven; None if not there."""
+    return _find_complete(JarSet.KAFKA, [KAFKA_VERSION])
+
+
+def cached_spark_kafka() -> Path | None:
+    """The folder of Spark's Kafka source already resolved into the cache for the installed
+    pyspark (or the version it fell back to), without running Maven; None if not there."""
+    try:
+        version = _set_version(JarSet.SPARK, None)
+    except JarError:
+        return None
+    found = _find_complete(JarSet.SPARK, [version])
+    alias = jars_root() / f"spark-{version}.fallback"
+    if found is None and alias.is_file():
+        found = _find_complete(JarSet.SPARK, [alias.read_text().strip()])
+    return found
+
+
 def export_spark_kafka_jars(dest: Path) -> list[Path]:
     """Spark's Kafka source jars (resolved first if needed) copied into ``dest``: the local
     jars folder the job's ``jars`` setting names on a machine without Maven (the container

@@ -8,6 +8,7 @@ and ``spark-submit streaming/cli.py``: the job's one entry point.
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -91,6 +92,19 @@ def add_options(p: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="extra Spark setting (repeatable)",
     )
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="check the monitor's cluster, its topics and permissions, Java, Spark's Kafka "
+        "source, the checkpoint and store, print a line each, exit 0 if all passed, 2 if not "
+        "(Spark is not started)",
+    )
+    p.add_argument(
+        "--create-topics",
+        action="store_true",
+        help="with --check: create the monitor's topics where they are missing, with the "
+        "documented settings (docs/deploy.md)",
+    )
     p.add_argument("--stale-after-ms", type=int, help="model: silence before stale_telemetry")
     p.add_argument(
         "--metrics-port", type=int, help="serve Prometheus /metrics on this port (off if unset)"
@@ -165,6 +179,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"monitor stream: invalid configuration: {e}", file=sys.stderr)
         return EXIT_CONFIG
     logs.configure_from(args)  # once the settings are good (a refusal is one line)
+    if args.create_topics and not args.check:
+        print("monitor stream: --create-topics goes with --check", file=sys.stderr)
+        return EXIT_USAGE
+    if args.check:
+        from streaming.check import check
+
+        given = getattr(args, "argv", None) or sys.argv[1:]
+        command = shlex.join(["monitor", *(a for a in given if a != "--create-topics")])
+        return check(cfg, create_topics=args.create_topics, command=command)
     try:
         return run_job(cfg)
     except (LayoutError, StorePairError) as e:  # raised before Spark starts

@@ -22,6 +22,7 @@ import json
 import logging
 import operator
 import shutil
+import signal
 import threading
 import time
 from collections import deque
@@ -692,6 +693,20 @@ class RunningJob:
             self.spark.streams.removeListener(self.listener)
             self.listener = None
 
+    def stop_between_batches(self, wait_s: float = 30.0) -> None:
+        """Stop once the batch running now has ended (at most ``wait_s`` later): a stop in
+        the middle of one interrupts its writes (``ClosedByInterruptException``), which the
+        next start replays from the checkpoint but floods the log meanwhile."""
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            try:
+                if not self.query.isActive or not self.query.status["isTriggerActive"]:
+                    break
+            except Exception:  # the query is going away by itself
+                break
+            time.sleep(0.2)
+        self.stop()
+
     def drain(self, timeout_s: float = 3600.0, poll_s: float = 0.5) -> None:
         """Wait until the source has nothing left that this query has not processed.
 
@@ -938,6 +953,7 @@ def run(cfg: StreamingConfig, hooks: Sequence[Hook] = ()) -> int:
                 job.drain()
                 job.stop()
             else:
+                _stop_on_signals(job)
                 job.query.awaitTermination()
         except KeyboardInterrupt:
             job.stop()
@@ -953,6 +969,23 @@ def run(cfg: StreamingConfig, hooks: Sequence[Hook] = ()) -> int:
         flush=True,
     )
     return 0
+
+
+def _stop_on_signals(job: RunningJob) -> None:
+    """SIGTERM and SIGINT stop the query between two batches, from a thread of its own: the
+    signal no longer lands in the middle of a py4j call as a KeyboardInterrupt (which left
+    the driver's calls to the JVM half-done and the batch's writes interrupted)."""
+    asked = threading.Event()
+
+    def stop(signum: int, frame: object) -> None:
+        if asked.is_set():
+            return
+        asked.set()
+        log.info("signal %d: stopping the query once its batch has ended", signum)
+        threading.Thread(target=job.stop_between_batches, name="stop", daemon=True).start()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, stop)
 
 
 def reset(cfg: StreamingConfig) -> None:

@@ -17,12 +17,18 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from kafka import KafkaAdminClient
+from kafka.errors import KafkaError
+
 from monitor.collector import jmx
 from monitor.collector.collector import Collector
-from monitor.collector.config import CollectorConfig
-from monitor.collector.security import KafkaConnectError
+from monitor.collector.config import BLIND_SPOT, CollectorConfig
+from monitor.collector.security import KafkaConnectError, explain_connect_failure
 from monitor.collector.versions import broker_version
+from monitor.contract.topics import Role
 from monitor.model import NEEDS_REPLICA_SAMPLES
+from monitor.preflight.report import Report
+from monitor.preflight.topics import Need, check_topics, check_watched_access
 
 #: What each metric of a broker's page feeds, for the lines naming what a page lacks.
 USED_FOR = {
@@ -49,8 +55,32 @@ def admin_only_notice() -> str:
     )
 
 
-def check(config: CollectorConfig, say: Callable[[str], None] = print) -> int:
-    problems = 0
+def check(
+    config: CollectorConfig,
+    say: Callable[[str], None] = print,
+    *,
+    create_topics: bool = False,
+    command: str = "monitor collect --check",
+) -> int:
+    """Every check, a line each, then ``result:``; 0 when all passed, 2 otherwise.
+    ``create_topics``: create the events topic where it is missing; ``command``: this
+    check's command line, for the line that says to add ``--create-topics``."""
+    report = Report(say)
+    checks(config, report, create_topics=create_topics, command=command)
+    return report.result()
+
+
+def checks(
+    config: CollectorConfig,
+    report: Report,
+    *,
+    create_topics: bool,
+    command: str,
+    events: bool = True,
+) -> None:
+    """The collector's checks, into ``report`` (``monitor run --check`` adds the job's;
+    ``events=False``: not where the events go, which ``monitor run`` starts itself)."""
+    say = report.say
     shard = "" if config.shard_spec().whole else f", shard {config.shard}"
     say(
         f"configuration: ok (cluster {config.cluster}, {len(config.jmx_urls)} exporter "
@@ -61,8 +91,7 @@ def check(config: CollectorConfig, say: Callable[[str], None] = print) -> int:
     try:
         collector.start(produce=False)
     except KafkaConnectError as e:
-        problems += 1
-        say(f"kafka: FAIL -- {e}")
+        report.fail("kafka", str(e))
     else:
         admin: Any = collector._admin
         try:
@@ -70,12 +99,14 @@ def check(config: CollectorConfig, say: Callable[[str], None] = print) -> int:
             brokers = {int(b["broker_id"]) for b in cluster.get("brokers", [])}
             version = broker_version(admin)
             spoken = ".".join(map(str, version)) if version else "unknown"
-            say(f"kafka: ok -- brokers {sorted(brokers)}, protocol version {spoken}")
+            report.ok("kafka", f"brokers {sorted(brokers)}, protocol version {spoken}")
+            check_watched_access(admin, report, config.kafka)
         except Exception as e:  # a cluster that connects but cannot be described
-            problems += 1
-            say(f"kafka: FAIL -- describing the cluster: {e!r}")
+            report.fail("kafka", f"describing the cluster: {e!r}")
         finally:
             collector.stop()
+    if events:
+        _check_events(config, report, create_topics=create_topics, command=command)
     if not config.jmx_urls:
         say(f"exporters: {admin_only_notice()}")
         for kind, needs in sorted(NEEDS_REPLICA_SAMPLES.items()):
@@ -86,12 +117,15 @@ def check(config: CollectorConfig, say: Callable[[str], None] = print) -> int:
     with ThreadPoolExecutor(max_workers=max(1, min(16, len(urls)))) as pool:
         pages = list(pool.map(lambda item: _read_page(config, item[1]), urls))
     for (broker, url), page in zip(urls, pages, strict=True):
-        problems += _check_endpoint(config, broker, url, say, page)
+        report.problems += _check_endpoint(config, broker, url, say, page)
     if brokers is not None:
         unknown = sorted(set(config.jmx_urls) - brokers)
         if unknown:
-            problems += 1
-            say(f"exporters: FAIL -- brokers {unknown} have endpoints but are not in the cluster")
+            report.fail(
+                "exporters",
+                f"brokers {unknown} have endpoints but are not in the cluster",
+                "correct jmx_urls (broker id = URL)",
+            )
         uncovered = sorted(brokers - set(config.jmx_urls))
         if uncovered and config.jmx_urls:  # (with none at all, Admin API only says it)
             say(
@@ -99,8 +133,36 @@ def check(config: CollectorConfig, say: Callable[[str], None] = print) -> int:
                 "read (metadata, ISR, HW and elections still are; "
                 f"{', '.join(sorted(NEEDS_REPLICA_SAMPLES))} not judged on them)"
             )
-    say("result: ok" if problems == 0 else f"result: {problems} problem(s)")
-    return 0 if problems == 0 else 2
+
+
+def _check_events(
+    config: CollectorConfig, report: Report, *, create_topics: bool, command: str
+) -> None:
+    """Where the events go: the cluster reachable, the events topic there with its
+    settings, and the collector allowed to write it."""
+    try:
+        target = config.events_connection()
+    except ValueError as e:
+        report.fail("events cluster", str(e))
+        return
+    if target is config.kafka:
+        report.say(f"events cluster: the watched cluster itself -- {BLIND_SPOT}")
+    admin: Any = None
+    try:
+        admin = KafkaAdminClient(client_id="replication-monitor-check", **target.client_kwargs())
+    except KafkaError as e:
+        report.fail("events cluster", str(explain_connect_failure(target, e)))
+        return
+    try:
+        if target is not config.kafka:
+            listed = admin.describe_cluster().get("brokers", [])
+            report.ok("events cluster", f"{target.bootstrap_servers}, {len(listed)} broker(s)")
+        need = Need(Role.EVENTS, config.events_topic, ("WRITE",), "the collector")
+        check_topics(admin, report, target, [need], create=create_topics, command=command)
+    except KafkaError as e:
+        report.fail("events cluster", f"describing it: {e!r}")
+    finally:
+        admin.close()
 
 
 def _read_page(config: CollectorConfig, url: str) -> tuple[str, float] | BaseException:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import shlex
 import signal
 import sys
 from pathlib import Path
@@ -93,6 +94,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "it lacks), print a line each, exit 0 if all passed, 2 if not",
     )
     p.add_argument(
+        "--create-topics",
+        action="store_true",
+        help="with --check: create the events topic where it is missing, with the documented "
+        "settings (docs/deploy.md)",
+    )
+    p.add_argument(
         "--json",
         action="store_true",
         help="with --check: one JSON object (result, problems, the lines) instead of lines",
@@ -149,6 +156,13 @@ def build_config(args: argparse.Namespace) -> CollectorConfig:
     return load_config(args.config, flags, defaults)
 
 
+def command_line(args: argparse.Namespace, *leave_out: str) -> str:
+    """This command as it was given (``monitor ...``), for lines that say to run it again
+    (``args.argv``: what :func:`monitor.cli.main` parsed)."""
+    given = getattr(args, "argv", None) or sys.argv[1:]
+    return shlex.join(["monitor", *(a for a in given if a not in leave_out)])
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         config = build_config(args)
@@ -161,11 +175,18 @@ def run(args: argparse.Namespace) -> int:
         return 78
     # Once the settings are good (a refused configuration is one line, not a log record).
     logs.configure_from(args)
+    if args.create_topics and not args.check:
+        print("monitor collect: --create-topics goes with --check", file=sys.stderr)
+        return 64  # monitor.cli.EXIT_USAGE
     if args.check:
+        how = {
+            "create_topics": args.create_topics,
+            "command": command_line(args, "--create-topics"),
+        }
         if not args.json:
-            return check(config)
+            return check(config, **how)
         lines: list[str] = []
-        code = check(config, lines.append)
+        code = check(config, lines.append, **how)
         result = {"result": "ok" if code == 0 else "fail", "exit_code": code, "lines": lines}
         print(json.dumps(result, indent=2))
         return code
