@@ -1,15 +1,17 @@
 """The wheel is the product: built from this tree, installed into a fresh venv outside the
 repository, it runs on its own -- assets from package data, no path into a source tree.
 
-One venv for the module: first the base install (the missing ``spark`` extra is one line
-naming it), then the ``spark`` extra, then ``monitor stream`` end to end on the real lab
-(events in, findings out, the store read by ``monitor status``). The dependency versions are
-the lock's (``-c requirements.lock``), as a careful install would pin them; the pip cache
-keeps the second install of a run quick.
+One venv for the module: first the base install (the missing ``spark`` and ``dashboards``
+extras are one line naming them; ``dashboards push`` runs; nothing replaces ``urllib3``),
+then the ``dashboards`` extra, then the ``spark`` extra and ``monitor stream`` end to end on
+the real lab (zstd-compressed events in, findings out, the store read by ``monitor
+status``). The dependency versions are the lock's (``-c requirements.lock``), as a careful
+install would pin them; the pip cache keeps the second install of a run quick.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -21,13 +23,15 @@ from typing import Any
 
 import pytest
 
-from tests.streaming.kafka_io import produce_events, read_all
+from tests.streaming.kafka_io import read_all
 
 pytestmark = [pytest.mark.lab, pytest.mark.spark]
 
 REPO = Path(__file__).resolve().parents[2]
 #: What the wheel is built from: the package sources and the files pyproject.toml names.
-SOURCES = ("pyproject.toml", "README.md", "monitor", "streaming", "dashboards", "tests/data")
+SOURCES = (
+    "pyproject.toml", "README.md", "LICENSE", "monitor", "streaming", "dashboards", "tests/data"
+)  # fmt: skip
 
 
 class Venv:
@@ -43,19 +47,21 @@ class Venv:
         # here); what runs is compiled on import instead (docs/benchmarks.md).
         self.env["PIP_COMPILE"] = "0"
 
-    def run(self, *argv: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    def run(
+        self, *argv: str, timeout: float = 300, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [str(self.root / "bin" / argv[0]), *argv[1:]],
             cwd=self.work,
-            env=self.env,
+            env={**self.env, **(env or {})},
             capture_output=True,
             text=True,
             timeout=timeout,
             check=False,
         )
 
-    def ok(self, *argv: str, timeout: float = 300) -> str:
-        proc = self.run(*argv, timeout=timeout)
+    def ok(self, *argv: str, timeout: float = 300, env: dict[str, str] | None = None) -> str:
+        proc = self.run(*argv, timeout=timeout, env=env)
         assert proc.returncode == 0, f"{argv} exited {proc.returncode}:\n{proc.stderr[-3000:]}"
         return proc.stdout
 
@@ -115,6 +121,16 @@ def test_the_wheel_holds_the_assets_and_not_the_development_package(wheel: Path)
     ):
         assert asset in names, asset
     assert not [n for n in names if n.startswith("monitor/dev/")]
+    # The licence, as pyproject.toml names it: the Apache License 2.0's text, whole.
+    (info,) = {n.split("/")[0] for n in names if n.split("/")[0].endswith(".dist-info")}
+    with zipfile.ZipFile(wheel) as z:
+        assert z.read(f"{info}/licenses/LICENSE") == (REPO / "LICENSE").read_bytes()
+        metadata = z.read(f"{info}/METADATA").decode().splitlines()
+    assert "License-Expression: Apache-2.0" in metadata and "License-File: LICENSE" in metadata
+    # The standard text byte for byte: the sha256 of apache.org's LICENSE-2.0.txt (and of
+    # Debian's /usr/share/common-licenses/Apache-2.0).
+    digest = hashlib.sha256((REPO / "LICENSE").read_bytes()).hexdigest()
+    assert digest == "cfc7749b96f63bd31c3c42b5c471bf756814053e847c10f3eb003417bc523d30"
 
 
 def test_installed_commands_run_from_package_data(venv: Venv) -> None:
@@ -126,14 +142,6 @@ def test_installed_commands_run_from_package_data(venv: Venv) -> None:
     )
     where = venv.ok("python", "-c", "import monitor; print(monitor.__file__)")
     assert str(venv.root) in where and str(REPO) not in where, where
-
-    # Dashboards: generated into the working folder, the same as the committed JSON.
-    assert "wrote" in venv.ok("monitor", "dashboards", "generate")
-    out = venv.work / "grafana-dashboards"
-    committed = sorted((REPO / "dashboards" / "json").glob("*.json"))
-    assert sorted(p.name for p in out.glob("*.json")) == [p.name for p in committed]
-    for p in committed:
-        assert json.loads((out / p.name).read_text()) == json.loads(p.read_text())
 
     # A shipped scenario, replayed by name: the loss of the unclean election.
     findings = [
@@ -163,10 +171,111 @@ def test_left_out_commands_and_extras_say_how_to_get_them(venv: Venv) -> None:
     # The base install has no pyspark: stream is one line naming the extra.
     stream = venv.run("monitor", "stream", "--once", "--bootstrap", "127.0.0.1:1")
     assert stream.returncode == 78, stream.stderr
-    assert stream.stderr.strip().splitlines() == [
-        "monitor stream: needs the 'spark' extra (no module pyspark): "
-        "pip install 'kafka-replication-monitor[spark]'"
-    ]
+    (line,) = stream.stderr.strip().splitlines()
+    assert line.startswith("monitor stream: needs the 'spark' extra (no module pyspark): "), line
+    assert "pip install '" in line and "[spark]'" in line, line
+    # Nor Grafana's SDK: generating the dashboards is one line naming the extra.
+    generate = venv.run("monitor", "dashboards", "generate")
+    assert generate.returncode == 78, generate.stderr
+    (line,) = generate.stderr.strip().splitlines()
+    assert line.startswith(
+        "monitor dashboards generate: needs the 'dashboards' extra "
+        "(no module grafana_foundation_sdk): pip install './[dashboards]' "
+    ), line
+    assert not (venv.work / "grafana-dashboards").exists()
+
+
+def test_dashboards_push_runs_on_the_base_install(venv: Venv) -> None:
+    """``push`` sends the shipped JSON over the standard library's HTTP client: the
+    requests it makes to a recording server (tests/commands/test_dashboards_push.py)."""
+    from tests.commands.test_dashboards_push import grafana_answers, http_server
+
+    shipped = sorted((REPO / "dashboards" / "json").glob("*.json"))
+    with http_server(grafana_answers({})) as (url, seen):
+        out = venv.ok("monitor", "dashboards", "push", "--url", url, env={"GRAFANA_TOKEN": "t"})
+    assert out.strip().endswith(f"pushed {len(shipped)} dashboards to Grafana 11.6.0 at {url}")
+    sent = [body["dashboard"] for _, path, _, body in seen if path == "/api/dashboards/db"]
+    assert sent == [{**json.loads(p.read_text()), "id": None} for p in shipped]
+
+
+#: Where ``urllib3`` is imported from, its version, its distribution's version, and whether
+#: its ``__init__.py`` is one of the files that distribution installed (its RECORD).
+_URLLIB3 = """
+import importlib.metadata as m, json, pathlib, urllib3
+where = pathlib.Path(urllib3.__file__).resolve()
+own = {pathlib.Path(f.locate()).resolve() for f in m.distribution("urllib3").files or []}
+print(json.dumps([str(where), urllib3.__version__, m.version("urllib3"), where in own]))
+"""
+
+
+def test_the_base_install_never_replaces_urllib3(venv: Venv) -> None:
+    """No HTTP library in the base install, so nothing that provides or replaces
+    ``urllib3`` (grafana-client's niquests brought urllib3-future, whose ``.pth`` copies
+    itself over ``urllib3`` at every start of the venv's Python). A neighbour program's
+    urllib3, installed beside the monitor, stays urllib3's own from one start to the next."""
+    site = Path(
+        venv.ok("python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])").strip()
+    )
+    assert not (site / "urllib3_future.pth").exists()
+    assert not [p.name for p in site.glob("*.pth") if "urllib3" in p.read_text()]
+    names = (
+        "import importlib.metadata as m; "
+        "print(*{d.metadata['Name'].lower() for d in m.distributions()})"
+    )
+    dists = venv.ok("python", "-c", names).split()
+    assert "kafka-replication-monitor" in dists and "zstandard" in dists, dists
+    assert not {"urllib3", "urllib3-future", "niquests", "requests", "grafana-client"} & set(dists)
+    spec = "import importlib.util; print(importlib.util.find_spec('urllib3'))"
+    assert venv.ok("python", "-c", spec).strip() == "None"  # nothing provides urllib3
+    venv.pip_install("urllib3")  # the lock's, as a neighbour program would bring it
+    for _ in range(2):  # a .pth acts at each start: the second start sees what the first did
+        where, version, installed, recorded = json.loads(venv.ok("python", "-c", _URLLIB3))
+        assert where == str((site / "urllib3" / "__init__.py").resolve())
+        assert recorded and version == installed, (where, version, installed)
+
+
+def test_the_dashboards_extra_generates_the_committed_json(venv: Venv, wheel: Path) -> None:
+    venv.pip_install(f"{wheel}[dashboards]")
+    assert "wrote" in venv.ok("monitor", "dashboards", "generate")
+    out = venv.work / "grafana-dashboards"
+    committed = sorted((REPO / "dashboards" / "json").glob("*.json"))
+    assert sorted(p.name for p in out.glob("*.json")) == [p.name for p in committed]
+    for p in committed:
+        assert json.loads((out / p.name).read_text()) == json.loads(p.read_text())
+
+
+def produce_zstd(bootstrap: str, topic: str, records: list[bytes]) -> int:
+    """``records`` produced as the collector's producer may: keyed by partition, batches
+    compressed with zstd (kafka-python's codec, the base install's ``zstandard``)."""
+    from kafka import KafkaProducer
+
+    from tests.streaming.kafka_io import _key
+
+    producer = KafkaProducer(
+        bootstrap_servers=bootstrap, acks="all", linger_ms=20, compression_type="zstd"
+    )
+    try:
+        for raw in records:
+            producer.send(topic, value=raw, key=_key(raw))
+        producer.flush(60)
+    finally:
+        producer.close()
+    return len(records)
+
+
+def batch_codecs(segment: Path) -> list[int]:
+    """The compression codec of each record batch of a log segment (Kafka's v2 batch
+    header: base offset 8 bytes, length 4, leader epoch 4, magic 1, crc 4, attributes 2,
+    whose three low bits name the codec: 0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd)."""
+    data, at, codecs = segment.read_bytes(), 0, []
+    while at + 23 <= len(data):
+        length = int.from_bytes(data[at + 8 : at + 12], "big")
+        if length == 0:
+            break
+        assert data[at + 16] == 2, f"{segment}: batch at byte {at} is not magic 2"
+        codecs.append(int.from_bytes(data[at + 21 : at + 23], "big") & 0x7)
+        at += 12 + length
+    return codecs
 
 
 def test_stream_from_the_wheel_end_to_end_on_the_lab(
@@ -177,7 +286,16 @@ def test_stream_from_the_wheel_end_to_end_on_the_lab(
     venv.pip_install(f"{wheel}[spark]")
     scenario = REPO / "tests" / "data" / "unclean_election.jsonl"
     records = [ln for ln in scenario.read_bytes().splitlines() if ln.strip()]
-    produced = produce_events(kafka_lab.bootstrap_servers, topics["events"], records)
+    produced = produce_zstd(kafka_lab.bootstrap_servers, topics["events"], records)
+    # On the brokers' disks, every batch of the events topic is zstd: what Spark's Kafka
+    # source (kafka-clients with pyspark's zstd-jni) reads below.
+    segments = [
+        seg
+        for node in kafka_lab.node_ids
+        for seg in kafka_lab.config.data_dir(node).glob(f"{topics['events']}-*/*.log")
+    ]
+    codecs = [c for seg in segments for c in batch_codecs(seg)]
+    assert segments and codecs and set(codecs) == {4}, codecs
     store = venv.work / "store"
     venv.ok(
         "monitor", "stream", "--once",
