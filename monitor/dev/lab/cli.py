@@ -382,10 +382,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--fresh", action="store_true", help="wipe the lab folder first")
     p.add_argument(
         "--security",
-        choices=["plaintext", "sasl_ssl", "mtls"],
+        choices=["plaintext", "sasl_ssl", "mtls", "oauthbearer"],
         default="plaintext",
-        help="add a SECURE listener (base port +300): SCRAM-SHA-512 over TLS, or mutual TLS; "
-        "prints the client settings (docs/lab.md)",
+        help="add a SECURE listener (base port +300): SCRAM-SHA-512 over TLS, mutual TLS, or "
+        "OAUTHBEARER over TLS with a token file (Kafka 3.9: --kafka-version 3.9.2); prints the "
+        "client settings (docs/lab.md)",
     )
 
     p = _leaf(lab_sub, "down", _cmd_down, "stop every broker this lab started (by pid)")

@@ -26,13 +26,14 @@ CONTROLLER_PORT_OFFSET = 100
 JMX_PORT_OFFSET = 200
 #: Port offset of each node's remote JMX (RMI) port, where ``jmx_remote`` opens one.
 JMX_REMOTE_PORT_OFFSET = 250
-#: Port offset of the extra ``SECURE`` listener of a ``sasl_ssl`` / ``mtls`` lab.
+#: Port offset of the extra ``SECURE`` listener of a secured lab.
 SECURE_PORT_OFFSET = 300
 
-#: ``plaintext``: the lab as it always was. ``sasl_ssl`` / ``mtls``: one more listener per
-#: node (``SECURE``, base_port + 300 + n - 1) with SCRAM-SHA-512 over TLS / mutual TLS; see
-#: ``monitor.dev.lab.security`` and docs/lab.md.
-LabSecurity = Literal["plaintext", "sasl_ssl", "mtls"]
+#: ``plaintext``: the lab as it always was. ``sasl_ssl`` / ``mtls`` / ``oauthbearer``: one
+#: more listener per node (``SECURE``, base_port + 300 + n - 1) with SCRAM-SHA-512 over TLS /
+#: mutual TLS / OAUTHBEARER (signed JWTs) over TLS; see ``monitor.dev.lab.security`` and
+#: docs/lab.md.
+LabSecurity = Literal["plaintext", "sasl_ssl", "mtls", "oauthbearer"]
 
 #: Where the cluster keeps its metadata: a KRaft quorum of the nodes themselves, or one
 #: ZooKeeper server (Kafka 3.x only; its client port is base_port + 100, where a KRaft
@@ -183,7 +184,8 @@ class LabConfig(BaseModel):
         "plaintext",
         description=(
             "plaintext, or an extra SECURE listener (base_port + 300 + n - 1): sasl_ssl "
-            "(SCRAM-SHA-512 over TLS) or mtls (TLS, client certificates required)"
+            "(SCRAM-SHA-512 over TLS), mtls (TLS, client certificates required) or "
+            "oauthbearer (OAUTHBEARER over TLS, JWTs signed by the lab's key; Kafka 3.9)"
         ),
     )
     exporter_rules: Path | None = Field(
@@ -226,6 +228,13 @@ class LabConfig(BaseModel):
             )
         if self.metadata == "zookeeper" and self.secured:
             raise ValueError("a secured lab (security != plaintext) runs in KRaft mode only")
+        if self.security == "oauthbearer" and major >= 4:
+            raise ValueError(
+                f"security oauthbearer runs Kafka 3.9 brokers (kafka_version='3.9.2'), not "
+                f"{self.kafka_version}: a Kafka 4 broker reads the lab's JWKS file only if its "
+                "JVM lists it in -Dorg.apache.kafka.sasl.oauthbearer.allowed.urls, which the "
+                "lab's broker command line does not set"
+            )
         return self
 
     @model_validator(mode="after")
