@@ -1,15 +1,19 @@
 """Keeping the collector's Kafka credentials out of logs, and naming connection failures.
 
 * :func:`install_redaction`: kafka-python logs its whole client configuration at DEBUG
-  (``Starting KafkaAdminClient with configuration: {... 'sasl_plain_password': ...}``).
-  A filter on every ``kafka.*`` logger replaces each configured secret with ``**********``
-  in any record, whatever the level.
+  (``Starting KafkaAdminClient with configuration: {... 'sasl_plain_password': ...}``), and
+  each request, an OAUTHBEARER token in its SaslAuthenticate request. A filter on every
+  ``kafka.*`` logger replaces each configured secret and each token handed out
+  (:func:`monitor.connection.issued_tokens`) with ``**********`` in any record, whatever
+  the level.
 * :func:`explain_connect_failure`: when the brokers reject credentials, kafka-python 3.0
   reports only ``Unable to bootstrap`` (it drops the broker's SASL error response that
   arrives together with the connection close). A TCP + TLS probe with the same settings
   tells which step failed: connecting, the TLS handshake (an untrusted certificate, a
   client certificate the broker requires or refuses) or, when TLS works, SASL
-  authentication. The message names the step, the user and the mechanism, never a secret.
+  authentication. The message names the step, the user (or the token's source) and the
+  mechanism, never a secret. A token that cannot be had (a missing file, a failing command)
+  or a missing botocore is said as it is: one line naming the setting.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import socket
 import ssl
 import threading
 
-from monitor.connection import KafkaConnection
+from monitor.connection import KafkaConnection, issued_tokens
 
 REDACTED = "**********"
 
@@ -37,7 +41,7 @@ class SecretRedactor(logging.Filter):
             self._secrets.update(s for s in secrets if s)
 
     def filter(self, record: logging.LogRecord) -> bool:
-        secrets = self._secrets
+        secrets = [*self._secrets, *issued_tokens()]
         if not secrets:
             return True
         try:
@@ -140,15 +144,29 @@ def probe(s: KafkaConnection, timeout_s: float = 5.0) -> str | None:
     return None
 
 
+#: Why the brokers may refuse a login, by mechanism.
+_REFUSED_BECAUSE = {
+    "OAUTHBEARER": "expired, for another issuer or audience, or signed by a key the brokers "
+    "do not trust?",
+    "AWS_MSK_IAM": "no IAM policy allowing kafka-cluster:Connect, or no AWS credentials or "
+    "region (AWS_REGION)?",
+}
+
+
 def explain_connect_failure(s: KafkaConnection, error: BaseException) -> KafkaConnectError:
     """A :class:`KafkaConnectError` naming the step that failed (no secrets)."""
     where = s.describe()
+    from kafka.errors import KafkaConfigurationError
+
+    if isinstance(error, KafkaConfigurationError):  # a token or botocore: said as it is
+        detail = error.args[0] if error.args else type(error).__name__
+        return KafkaConnectError(f"cannot use Kafka at {where}: {detail}")
     problem = probe(s)
     if problem is None and s.security_protocol.startswith("SASL_"):
+        because = _REFUSED_BECAUSE.get(s.sasl_mechanism or "", "wrong username or password?")
         problem = (
             f"SASL authentication failed: the brokers accepted the connection but rejected "
-            f"user {s.sasl_username!r} with {s.sasl_mechanism} (wrong username or "
-            "password?)"
+            f"{s.sasl_mechanism} {s.sasl_identity()} ({because})"
         )
     elif problem is None:
         problem = f"the brokers did not answer in time ({type(error).__name__})"
