@@ -1,7 +1,7 @@
 # The two commands of this project (see README.md):
 #   make demo  - a local Kafka cluster, the collector, the Spark job, Prometheus, an incident
 #   make test  - the whole test suite (unit, property, and integration on real components)
-.PHONY: demo test lint bench setup
+.PHONY: demo test lint bench setup wheel
 
 setup:
 	scripts/bootstrap.sh
@@ -20,3 +20,8 @@ lint:
 
 bench: setup
 	.venv/bin/python -m bench
+
+# The package as a wheel in dist/ (it is not on any index): `pip install 'dist/<wheel>[spark]'`
+# anywhere (README.md, "Running against a real cluster").
+wheel:
+	python3 -m pip wheel --disable-pip-version-check --no-deps -w dist .

@@ -26,7 +26,7 @@ EXIT_CLOSED_PIPE = 141  # 128 + SIGPIPE: the output's reader went away (``| head
 
 #: The optional extra that provides each module a command may need.
 EXTRAS: dict[str, str] = {"pyspark": "spark", "pyarrow": "spark", "pandas": "spark",
-                          "matplotlib": "plot"}  # fmt: skip
+                          "matplotlib": "plot", "grafana_foundation_sdk": "dashboards"}  # fmt: skip
 
 PACKAGE = "kafka-replication-monitor"
 

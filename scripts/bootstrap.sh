@@ -40,6 +40,17 @@ if [ ! -f "$stamp" ]; then
   .venv/bin/pip install --disable-pip-version-check --progress-bar off --require-hashes \
     --no-compile -r requirements.lock
   .venv/bin/pip install --disable-pip-version-check -q --no-deps -e .
+  # An install only ever adds: a package the lock no longer names stays, and may shadow
+  # others (urllib3-future's .pth replaced urllib3 after grafana-client left the lock).
+  # Remove them, then reinstall the lock's files over whatever their removal took along.
+  leftover=$(.venv/bin/python scripts/lock.py --leftovers)
+  if [ -n "$leftover" ]; then
+    step "removing what the lock no longer names: $leftover"
+    # shellcheck disable=SC2086
+    .venv/bin/pip uninstall --disable-pip-version-check -q -y $leftover
+    .venv/bin/pip install --disable-pip-version-check --progress-bar off --require-hashes \
+      --no-compile --no-deps --force-reinstall -q -r requirements.lock
+  fi
   rm -f .venv/.installed-*
   touch "$stamp"
 else

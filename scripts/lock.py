@@ -83,8 +83,29 @@ def render(entries: list[tuple[str, str, list[str]]]) -> str:
     return "".join(lines)
 
 
+#: Installed beside the lock's pins and not to be removed: the venv's own tools, the project.
+NOT_LOCKED = {"pip", "setuptools", "kafka-replication-monitor"}
+
+
+def leftovers(text: str, installed: list[str]) -> list[str]:
+    """The installed distributions (``installed``: their names) the lock does not name --
+    left by an earlier lock, since an install only ever adds (scripts/bootstrap.sh removes
+    them).
+
+    >>> leftovers("six==1.16.0", ["six", "urllib3_future", "pip"])
+    ['urllib3-future']
+    """
+    locked = {canonicalize_name(n) for n, _ in pins(text)} | NOT_LOCKED
+    return sorted({str(canonicalize_name(n)) for n in installed} - locked)
+
+
 def main(argv: list[str]) -> int:
     text = LOCK.read_text()
+    if "--leftovers" in argv:  # bootstrap.sh: what to remove from the venv
+        from importlib.metadata import distributions
+
+        print(" ".join(leftovers(text, [d.metadata["Name"] for d in distributions()])))
+        return 0
     entries = [(n, v, hashes(n, v)) for n, v in pins(text)]
     new = render(entries)
     if "--check" in argv:

@@ -17,12 +17,14 @@ echo "==> pytest: the model's doctests, on its source"
 # cannot collect as the .py files beside them; their examples run on the source here, and
 # tests/model/test_native.py holds the two to the same findings.
 MONITOR_MODEL_NATIVE=off .venv/bin/pytest --doctest-modules monitor/model -p no:cacheprovider -q
-PYTEST=(.venv/bin/pytest --doctest-modules monitor streaming dashboards tests -p no:cacheprovider
-  --ignore=monitor/model --timeout 900)
+RUN=(.venv/bin/pytest --doctest-modules -p no:cacheprovider --ignore=monitor/model --timeout 900)
 if [ $# -gt 0 ]; then
+  # Only what it is given (the suite's folders are not added: a file given alone ran the
+  # whole suite beside it before).
   echo "==> pytest $*"
-  exec "${PYTEST[@]}" --durations=25 "$@"
+  exec "${RUN[@]}" --durations=25 "$@"
 fi
+PYTEST=("${RUN[@]}" monitor streaming dashboards tests)
 # Two lanes at once (docs/benchmarks.md, "The test suite's wall time"). The heavy lane holds
 # every test that starts a JVM or the real Prometheus (the `lab`, `spark`, `prometheus`
 # marks; tests/conftest.py marks the users of those fixtures) and runs at normal priority,

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 import signal
 import threading
 import time
@@ -61,6 +62,22 @@ class Plan:
     collector_metrics_port: int = 9479
     verbose: bool = False
     env: dict[str, str] = field(default_factory=dict)
+
+
+#: Lines that say what went wrong (a Python or Java exception, a refusal), in a child's tail.
+_WHY = re.compile(r"Error|Exception|^monitor (collect|stream):|FAIL|refused", re.I)
+
+
+def last_words(lines: list[str], most: int = 12) -> list[str]:
+    """What to show of a child that died: the lines of its tail that say why (exceptions,
+    its own refusals -- not the query plan a Spark error prints before them), then its
+    last three lines.
+
+    >>> last_words(["plan", "  +- Project", "py4j.protocol.Py4JJavaError: boom", "x", "y", "z"])
+    ['py4j.protocol.Py4JJavaError: boom', 'x', 'y', 'z']
+    """
+    why = [ln for ln in lines[:-3] if _WHY.search(ln) and not ln.startswith((" ", "\t"))]
+    return [*why[-(most - 3) :], *lines[-3:]]
 
 
 class Runner:
@@ -211,7 +228,7 @@ class Runner:
                 code = child.exited()
                 if code is not None:
                     self.say(f"monitor run: {child.name} exited (code {code}); its last lines:")
-                    for text in child.tail().splitlines()[-15:]:
+                    for text in last_words(child.tail().splitlines()):
                         self.say(f"    {text}")
                     self.say(f"monitor run: its whole log: {child.log}; stopping the rest")
                     return EXIT_CONFIG if code == EXIT_CONFIG else EXIT_FAILED

@@ -196,7 +196,8 @@ def test_a_missing_extra_is_one_line_naming_it(
     err = capsys.readouterr().err
     assert code == 78, err
     assert err.startswith("monitor stream: needs the 'spark' extra (no module pyspark")
-    assert "pip install 'kafka-replication-monitor[spark]'" in err and "Traceback" not in err
+    # No index serves the package: the line says how to install it from a clone.
+    assert "pip install './[spark]' from a clone" in err and "Traceback" not in err
 
 
 def test_usage_errors_have_their_own_exit_code(capsys: pytest.CaptureFixture[str]) -> None:

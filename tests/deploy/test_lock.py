@@ -111,3 +111,13 @@ def test_every_pin_of_the_lock_has_hashes() -> None:
     # urllib3-future's .pth replaces urllib3 for every program of the venv (issue 49):
     # neither it nor niquests, which brought it, is locked any more.
     assert not {"urllib3-future", "niquests", "grafana-client"} & set(by_name)
+
+
+def test_what_the_lock_no_longer_names_is_found_for_removal() -> None:
+    """bootstrap.sh removes from the venv what the lock no longer names (an install only
+    adds: grafana-client's urllib3-future stayed, its .pth replacing urllib3): the real
+    lock against names as importlib.metadata spells them."""
+    text = (REPO / "requirements.lock").read_text()
+    installed = ["urllib3_future", "Niquests", "pydantic", "pip", "setuptools",
+                 "kafka-replication-monitor", "kafka_python"]  # fmt: skip
+    assert lock.leftovers(text, installed) == ["niquests", "urllib3-future"]
