@@ -23,11 +23,13 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-#: Lines of a child's output worth showing on the terminal (all go to its log file): its
-#: own log records at WARNING and above (monitor.logs' text format), and the lines it says
-#: as ``monitor collect: ...`` / ``monitor stream: ...`` (what it does; why it refuses).
+#: Lines of a child's output worth showing on the terminal (all go to its log file): the
+#: monitor's own log records at WARNING and above (monitor.logs' text format; not its Kafka
+#: client's retries), and the lines it says as ``monitor collect: ...`` / ``monitor stream:
+#: ...`` (what it does; why it refuses).
 NOTABLE = re.compile(
-    r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ (WARNING|ERROR|CRITICAL) |^monitor (collect|stream):"
+    r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ (WARNING|ERROR|CRITICAL) (monitor|streaming)"
+    r"|^monitor (collect|stream):"
 )
 
 _PR_SET_PDEATHSIG = 1

@@ -140,6 +140,9 @@ class Runner:
         job = Child(
             "job",
             ["stream", *plan.stream_args, "--bootstrap", events.bootstrap_servers,
+             "--events-topic", plan.topics[Role.EVENTS],
+             "--findings-topic", plan.topics[Role.FINDINGS],
+             "--deadletter-topic", plan.topics[Role.DEADLETTER],
              "--checkpoint", str(plan.state_dir / "checkpoint"),
              "--store", str(plan.state_dir / "store"), *metrics,
              "--metrics-port", str(plan.metrics_port)],
