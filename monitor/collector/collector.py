@@ -281,6 +281,9 @@ class Collector:
                     linger_ms=20,
                     retries=5,
                     max_in_flight_requests_per_connection=1,  # keep each key's events in order
+                    compression_type=(
+                        None if cfg.events_compression == "none" else cfg.events_compression
+                    ),
                     **target.client_kwargs(),
                 )
             except KafkaError as e:

@@ -42,6 +42,10 @@ class CollectorConfig(settings.LayeredSettings):
     #: Each broker's JMX exporter endpoint, by broker id.
     jmx_urls: dict[int, str] = Field(default_factory=dict)
     events_topic: str = EVENTS_TOPIC
+    #: The codec of the producer's batches on the events topic (kafka-python: zstd needs
+    #: the zstandard package, a base dependency; lz4 the lz4 package). Consecutive rounds
+    #: repeat most of each record: docs/benchmarks.md has the bytes per round by codec.
+    events_compression: Literal["zstd", "gzip", "lz4", "snappy", "none"] = "zstd"
     #: Where the events go: a cluster of the monitor's own (``--events-bootstrap``). Required
     #: to publish, unless ``events_on_watched_cluster``.
     events_kafka: KafkaConnection | None = None
