@@ -18,12 +18,16 @@ every page is of the new rules. The rule sets (``--styles``):
   still narrowed to Kafka's domains);
 * ``strimzi`` / ``confluent`` -- broad rules of our own in each project's style
   (``tests/collector/exporter_rules/``: no ``includeObjectNames``, every MBean of the JVM
-  walked and tried against dozens of generic regexes).
+  walked and tried against dozens of generic regexes);
+* ``strimzi-narrowed`` / ``confluent-narrowed`` -- the same rules with the shipped rules'
+  ``includeObjectNames`` (the MBeans the collector reads): what narrowing alone buys.
 
 The rule sets take turns, so that each sees the same machine: ``--scrapes`` times, each in
 turn, its pages are timed at the HTTP client from connect to last byte -- each broker alone
-(one after another), then all brokers at once (as the collector reads them: one thread per
-broker) -- after one untimed read of all pages (the reload); then ``--blocks`` times, each
+(one after another: the broker JVM's CPU over the read, less its idle CPU measured over 5 s
+before the turn, is the page's render CPU -- the figure the machine's load does not
+inflate), then all brokers at once (as the collector reads them: one thread per broker) --
+after one untimed read of all pages (the reload); then ``--blocks`` times, each
 in turn, the real collector (``Collector``; ``CollectorConfig`` at its defaults but the
 bootstrap and ``jmx_urls``; nothing published) runs ``--rounds``/``--blocks`` rounds at its
 default interval: per round, the share of replicas sampled (those with a log end sample in
@@ -38,8 +42,8 @@ deadlines::
     mkdir /tmp/before && git archive COMMIT monitor streaming | tar -x -C /tmp/before
     python -m bench.exporter_pages_bench --collector-from /tmp/before
 
-The end prints the rule sets side by side: render time (median / max over every broker's
-scrapes), page size, lines and series (the MBean series: neither ``jvm_``, ``process_``
+The end prints the rule sets side by side: render time and CPU (median / max over every
+broker's scrapes), page size, lines and series (the MBean series: neither ``jvm_``, ``process_``
 nor ``jmx_``), replicas on a page, ``--check``'s verdict on the pages, the share sampled a
 round, the rounds with a failed page and why -- and the machine with its load average at
 start and end.
@@ -50,6 +54,7 @@ from __future__ import annotations
 import argparse
 import collections
 import dataclasses
+import functools
 import http.client
 import json
 import math
@@ -66,6 +71,9 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
+
+import yaml  # type: ignore[import-untyped]
 
 import monitor
 from bench.model_bench import machine
@@ -85,12 +93,31 @@ ROOT = Path(__file__).resolve().parents[1]
 RULES_DIR = ROOT / "tests" / "collector" / "exporter_rules"
 #: Where the collector measured comes from (this checkout, or another on PYTHONPATH).
 MONITOR_ROOT = Path(monitor.__file__).resolve().parents[1]
+
+
+def _shipped() -> str:
+    return assets.read_text("jmx-exporter/kafka-replication.yaml")
+
+
+def _broad(style: str) -> str:
+    return (RULES_DIR / f"{style}-style.yaml").read_text()
+
+
+def _narrowed(style: str) -> str:
+    """``style``'s broad rules, the MBeans walked narrowed to the shipped rules' list (the
+    ones the collector reads): what ``includeObjectNames`` alone buys."""
+    include = yaml.safe_load(_shipped())["includeObjectNames"]
+    return "includeObjectNames:\n" + "".join(f'  - "{n}"\n' for n in include) + _broad(style)
+
+
 #: Each rule set's text, by name.
 STYLES: dict[str, Callable[[], str]] = {
-    "shipped": lambda: assets.read_text("jmx-exporter/kafka-replication.yaml"),
+    "shipped": _shipped,
     "lab": exporter_yaml,
-    "strimzi": lambda: (RULES_DIR / "strimzi-style.yaml").read_text(),
-    "confluent": lambda: (RULES_DIR / "confluent-style.yaml").read_text(),
+    "strimzi": lambda: _broad("strimzi"),
+    "confluent": lambda: _broad("confluent"),
+    "strimzi-narrowed": lambda: _narrowed("strimzi"),
+    "confluent-narrowed": lambda: _narrowed("confluent"),
 }
 #: The largest topic created (KRaft refuses one CreateTopics batch that is too large).
 TOPIC_MAX = 1000
@@ -120,6 +147,25 @@ def timed_get(url: str) -> tuple[float, str]:
     return took, body.decode("utf-8", errors="replace")
 
 
+#: What the agent's HTTP server does with a request while all its threads render pages
+#: (abandoned ones go on rendering): it closes the connection.
+REFUSED = (ConnectionResetError, http.client.RemoteDisconnected, BrokenPipeError)
+
+
+_T = TypeVar("_T")
+
+
+def _retried(read: Callable[[], _T]) -> _T:
+    """``read()``, again 10 s after a refused page (five times at most)."""
+    for _ in range(5):
+        try:
+            return read()
+        except REFUSED as e:
+            say(f"  a page refused: {e!r}; again in 10 s")
+            time.sleep(10)
+    return read()
+
+
 def at_once(urls: dict[int, str]) -> dict[int, tuple[float, str]]:
     """Every page read at the same time, one thread per broker (as the collector does)."""
     with ThreadPoolExecutor(len(urls)) as pool:
@@ -133,6 +179,8 @@ def style_of(page: str) -> str | None:
     profile = jmx.detect(page)
     if profile == "monitor":
         return "lab" if "kafka_log_size_bytes{" in page else "shipped"
+    if profile is not None and "kafka_network_requestmetrics" not in page:
+        return f"{profile}-narrowed"
     return profile
 
 
@@ -182,8 +230,14 @@ class RulesFile:
         of those rules -- the agent reloads a changed file at its next scrape."""
         if style != self.style:
             self._write(style)
-        for _ in range(5):
-            pages = at_once(lab.jmx_urls)
+        made: dict[int, str | None] = {}
+        for _ in range(10):
+            try:
+                pages = at_once(lab.jmx_urls)
+            except REFUSED as e:  # the agent's threads all busy: see drain()
+                say(f"  a page refused while the rules change: {e!r}; again in 10 s")
+                time.sleep(10)
+                continue
             made = {b: style_of(page) for b, (_, page) in pages.items()}
             if set(made.values()) == {style}:
                 return
@@ -205,6 +259,7 @@ class CollectorRun:
     failed_rounds: int = 0
     errors: dict[str, int] = field(default_factory=dict)  # page errors, broker left out
     broker_cpu: list[float] = field(default_factory=list)  # per round, the brokers' mean
+    drain_s: float = 0.0  # the brokers busy with abandoned pages after the rounds
 
     def merge(self, other: CollectorRun) -> None:
         self.settings = other.settings
@@ -216,6 +271,7 @@ class CollectorRun:
         self.failed_rounds += other.failed_rounds
         self.errors = dict(collections.Counter(self.errors) + collections.Counter(other.errors))
         self.broker_cpu += other.broker_cpu
+        self.drain_s = max(self.drain_s, other.drain_s)
 
 
 @dataclass
@@ -223,6 +279,7 @@ class StyleResult:
     style: str
     alone: dict[int, list[float]] = field(default_factory=dict)
     together: dict[int, list[float]] = field(default_factory=dict)
+    cpu: dict[int, list[float]] = field(default_factory=dict)  # the broker's, alone
     facts: dict[int, PageFacts] = field(default_factory=dict)
     runs: dict[str, CollectorRun] = field(default_factory=dict)  # by checkout
 
@@ -289,21 +346,39 @@ class ProduceLoad:
             th.join(timeout=90)
 
 
-def scrape_turn(lab: Lab, res: StyleResult, topics: set[str], turn: int) -> None:
-    """One turn of ``res.style``'s pages (its rules served): each broker alone, then all
-    at once."""
+def idle_cpu(lab: Lab, seconds: float = 5.0) -> dict[int, float]:
+    """Each broker JVM's CPU per second while no page is read (the load, replication, the
+    metadata quorum): what a page's CPU is measured above."""
+    pids = {b: p for b in lab.node_ids if (p := lab.pid(b)) is not None}
+    c0, t0 = {b: _cpu_s(p) for b, p in pids.items()}, time.monotonic()
+    time.sleep(seconds)
+    dt = time.monotonic() - t0
+    return {b: (_cpu_s(p) - c0[b]) / dt for b, p in pids.items()}
+
+
+def scrape_turn(
+    lab: Lab, res: StyleResult, topics: set[str], turn: int, idle: dict[int, float]
+) -> None:
+    """One turn of ``res.style``'s pages (its rules served): each broker alone -- its JVM's
+    CPU over the read, less its idle CPU, is the page's -- then all at once."""
     urls = lab.jmx_urls
     for b, url in urls.items():
-        took, page = timed_get(url)
+        pid = lab.pid(b)
+        c0 = _cpu_s(pid) if pid else 0.0
+        took, page = _retried(functools.partial(timed_get, url))
+        if pid:
+            res.cpu.setdefault(b, []).append(max(0.0, _cpu_s(pid) - c0 - idle[b] * took))
         res.alone.setdefault(b, []).append(took)
         res.facts[b] = PageFacts.of(page, topics)
-    for b, (took, _) in at_once(urls).items():
+    for b, (took, _) in _retried(lambda: at_once(urls)).items():
         res.together.setdefault(b, []).append(took)
     say(
         f"  turn {turn} {res.style:9}: alone "
         + ", ".join(f"{b}: {res.alone[b][-1]:.2f}" for b in urls)
         + " s; at once "
         + ", ".join(f"{b}: {res.together[b][-1]:.2f}" for b in urls)
+        + " s; CPU "
+        + ", ".join(f"{b}: {res.cpu[b][-1]:.2f}" for b in urls if b in res.cpu)
         + f" s; load {os.getloadavg()[0]:.1f}"
     )
 
@@ -423,7 +498,28 @@ def run_collector(lab: Lab, where: Path, rounds: int, check: bool) -> CollectorR
         f"  {len(run.shares)} rounds in {run.wall_s:.0f} s; brokers' CPU per round "
         f"(rendering the page, serving the load): {', '.join(f'{c:.2f}' for c in cpu)} s"
     )
+    run.drain_s = drain(lab)
     return run
+
+
+def drain(lab: Lab, limit_s: float = 240.0) -> float:
+    """Wait until no broker renders a page any more: a page the collector gave up on goes
+    on rendering in the broker (the agent does not notice the client left), so after
+    rounds of cut pages the brokers are busy for a while -- how long, returned and said."""
+    t = time.monotonic()
+    busy: dict[int, float] = {}
+    while time.monotonic() - t < limit_s:
+        busy = idle_cpu(lab)
+        if max(busy.values(), default=0.0) < DRAINED_CPU:
+            break
+    took = time.monotonic() - t
+    say(f"  the brokers busy with the pages left behind for {took:.0f} s after the rounds "
+        f"(CPU a second then: {', '.join(f'{c:.2f}' for c in busy.values())})")  # fmt: skip
+    return took
+
+
+#: A broker rendering no page uses less than this (the load, replication, the quorum).
+DRAINED_CPU = 0.5
 
 
 #: The line a ``--collect-only`` child ends with: its CollectorRun as JSON.
@@ -434,7 +530,7 @@ def summary(results: dict[str, StyleResult], partitions: int) -> None:
     say(f"\n== side by side: {partitions:,} partitions, RF 3, 3 brokers (every broker holds "
         f"every partition); seconds are median / max over the brokers' scrapes")  # fmt: skip
     say(
-        f"{'rules':10} {'alone s':>13} {'at once s':>13} "
+        f"{'rules':18} {'alone s':>13} {'at once s':>13} {'CPU s':>13} "
         f"{'page MB':>7} {'lines':>7} {'MBean series':>12} {'replicas':>8}"
     )
     for r in results.values():
@@ -442,15 +538,16 @@ def summary(results: dict[str, StyleResult], partitions: int) -> None:
         together = [x for v in r.together.values() for x in v]
         facts = list(r.facts.values())
         say(
-            f"{r.style:10} {_fmt(alone):>13} {_fmt(together):>13} "
+            f"{r.style:18} {_fmt(alone):>13} {_fmt(together):>13} "
+            f"{_fmt([x for v in r.cpu.values() for x in v]):>13} "
             f"{statistics.median(f.size for f in facts) / 1e6:7.2f} "
             f"{statistics.median(f.lines for f in facts):7,.0f} "
             f"{statistics.median(f.mbean_series for f in facts):12,.0f} "
             f"{min(f.replicas for f in facts):8,}"
         )
     say(
-        f"\n{'rules':10} {'collector':28} {'--check pages':>13} {'sampled a round':>20} "
-        f"{'failed rounds':>13} {'s a round':>9} {'broker CPU/round':>16}"
+        f"\n{'rules':18} {'collector':28} {'--check pages':>13} {'sampled a round':>20} "
+        f"{'failed rounds':>13} {'s a round':>9} {'broker CPU/round':>16} {'busy after':>10}"
     )
     for r in results.values():
         for run in r.runs.values():
@@ -464,8 +561,9 @@ def summary(results: dict[str, StyleResult], partitions: int) -> None:
             cpu = statistics.mean(run.broker_cpu or [0.0])
             pace = run.wall_s / max(1, len(run.shares))
             say(
-                f"{r.style:10} {run.source[-28:]:28} {check:>13} {shares:>20} "
-                f"{f'{run.failed_rounds}/{len(run.shares)}':>13} {pace:9.1f} {cpu:15.2f}s"
+                f"{r.style:18} {run.source[-28:]:28} {check:>13} {shares:>20} "
+                f"{f'{run.failed_rounds}/{len(run.shares)}':>13} {pace:9.1f} {cpu:15.2f}s "
+                f"{run.drain_s:9.0f}s"
             )
     for r in results.values():
         for run in r.runs.values():
@@ -502,9 +600,12 @@ def bench(args: argparse.Namespace, styles: list[str], work: Path, port: int) ->
             + ", ".join(f"{b}: {t:.2f} s" for b, t in first.items()))  # fmt: skip
         say(f"\n== pages, {args.scrapes} turns of each rule set")
         for turn in range(args.scrapes):
+            idle = idle_cpu(lab)
+            say(f"  turn {turn}: the brokers' idle CPU "
+                + ", ".join(f"{b}: {c:.2f}" for b, c in idle.items()) + " s a second")  # fmt: skip
             for style in styles:
                 rules.use(lab, style)
-                scrape_turn(lab, results[style], set(topics), turn)
+                scrape_turn(lab, results[style], set(topics), turn, idle)
         for r in results.values():
             for b, f in r.facts.items():
                 say(
