@@ -26,11 +26,9 @@ import logging
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -38,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import KafkaProducer
 from kafka.errors import KafkaTimeoutError
 
 from monitor.collector import Collector, CollectorConfig
@@ -49,34 +47,21 @@ from monitor.dev.lab.admin import create_topic
 from monitor.dev.lab.cluster import Lab
 from monitor.dev.lab.config import LabConfig
 from monitor.dev.lab.ports import reserve_base_port
+from tests.security.helpers import (
+    LOG4J2_INFO,
+    ONE_BROKER,
+    Capture,
+    consumer,
+    free_port,
+    get,
+    raw,
+    read_topic,
+)
 
 pytestmark = [pytest.mark.lab, pytest.mark.spark]
 
 REPO = Path(__file__).resolve().parents[2]
 BASE_PORT = int(os.environ.get("MONITOR_TEST_SECURITY_LAB_PORT", "27092"))
-
-#: One broker: every replicated internal topic down to RF 1.
-ONE_BROKER = {
-    "offsets.topic.replication.factor": "1",
-    "transaction.state.log.replication.factor": "1",
-    "transaction.state.log.min.isr": "1",
-    "share.coordinator.state.topic.replication.factor": "1",
-    "share.coordinator.state.topic.min.isr": "1",
-    "default.replication.factor": "1",
-}
-
-
-#: The job's JVM logs, INFO and up, into a file (``{log}``). Not the console: pyspark counts
-#: as a shell, and Spark filters a shell's console appenders at WARN whatever the level.
-LOG4J2_INFO = """\
-rootLogger.level = info
-rootLogger.appenderRef.file.ref = file
-appender.file.type = File
-appender.file.name = file
-appender.file.fileName = {log}
-appender.file.layout.type = PatternLayout
-appender.file.layout.pattern = %d{{HH:mm:ss}} %p %c{{1}}: %m%n%ex
-"""
 
 
 @dataclass
@@ -99,26 +84,6 @@ class Run:
     contents: dict[str, list[Any]] = field(default_factory=dict)
 
 
-class _Capture(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(logging.Formatter("%(name)s %(levelname)s %(message)s").format(record))
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _get(url: str) -> str:
-    with urllib.request.urlopen(url, timeout=5) as r:
-        return str(r.read().decode())
-
-
 def lab_secrets(lab: Lab) -> dict[str, str]:
     """Every secret of the lab's security folder, and the client key's PEM body lines."""
     f = security.files_for(lab.config.dir)
@@ -137,40 +102,8 @@ def lab_secrets(lab: Lab) -> dict[str, str]:
     return out
 
 
-def consumer(settings: KafkaConnection) -> KafkaConsumer:
-    kw = settings.client_kwargs()
-    kw.pop("request_timeout_ms", None)
-    return KafkaConsumer(enable_auto_commit=False, **kw)
-
-
-def read_topic(settings: KafkaConnection, topic: str, timeout_s: float = 30) -> list[Any]:
-    """Every record of ``topic`` up to its current end, read over the secured listener."""
-    c = consumer(settings)
-    try:
-        tps = [TopicPartition(topic, p) for p in sorted(c.partitions_for_topic(topic) or ())]
-        c.assign(tps)
-        c.seek_to_beginning(*tps)
-        end = c.end_offsets(tps)
-        out: list[Any] = []
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline and any(c.position(tp) < end[tp] for tp in tps):
-            for batch in c.poll(timeout_ms=500).values():
-                out.extend(batch)
-        return out
-    finally:
-        c.close()
-
-
-def raw(record: Any) -> bytes:
-    """A record as bytes: key, value and headers."""
-    parts = [record.key or b"", record.value or b""]
-    for k, v in record.headers or []:
-        parts += [k.encode(), v or b""]
-    return b"\n".join(parts)
-
-
 def _collect(run: Run, tmp: Path) -> None:
-    capture = _Capture()
+    capture = Capture()
     root = logging.getLogger()
     old_level = root.level
     kafka_logger = logging.getLogger("kafka")
@@ -178,7 +111,7 @@ def _collect(run: Run, tmp: Path) -> None:
     root.addHandler(capture)
     root.setLevel(logging.DEBUG)
     kafka_logger.setLevel(logging.DEBUG)
-    port = _free_port()
+    port = free_port()
     try:
         collector = Collector(
             CollectorConfig(
@@ -198,7 +131,7 @@ def _collect(run: Run, tmp: Path) -> None:
             results: list[Any] = []
             collector.run(rounds=2, on_round=results.append)
             run.published = sum(len(r.events) for r in results)
-            run.collector_metrics = _get(f"http://127.0.0.1:{port}/metrics")
+            run.collector_metrics = get(f"http://127.0.0.1:{port}/metrics")
         finally:
             collector.stop()
     finally:
@@ -231,7 +164,7 @@ def _stream(run: Run, tmp: Path) -> None:
         run.lab.config.dir, run.mode, run.lab.config.secure_bootstrap_servers
     )
     env.update({f"MONITOR_STREAMING_KAFKA__{k.upper()}": str(v) for k, v in settings.items()})
-    port = _free_port()
+    port = free_port()
     # Spark's and the Kafka clients' INFO logs, to stderr.
     conf_dir = tmp / "spark-conf"
     conf_dir.mkdir()
@@ -271,7 +204,7 @@ def _stream(run: Run, tmp: Path) -> None:
             assert time.monotonic() < deadline, out_path.read_text()[-4000:]
             try:
                 # The driver hook updates /metrics after the batch's Kafka and store writes.
-                run.job_metrics = _get(f"http://127.0.0.1:{port}/metrics")
+                run.job_metrics = get(f"http://127.0.0.1:{port}/metrics")
             except OSError:
                 run.job_metrics = ""
             if "durability_risk" in run.job_metrics:
