@@ -98,6 +98,28 @@ class RoundResult:
     page_seconds: dict[int, float] = field(default_factory=dict)
 
 
+#: A broker's exporter is read at most one part in this many of the time: the next round
+#: starts no sooner than this many times its slowest page after the last round started
+#: (only pages read count: a hung exporter does not slow the others' rounds down).
+EXPORTER_DUTY = 2.0
+
+
+def next_round_at(due: float, started: float, now: float, interval: float, page_s: float) -> float:
+    """When the next round starts (monotonic seconds): on the interval's grid (``due``:
+    when this one was due), but no sooner than :data:`EXPORTER_DUTY` times its slowest page
+    read (``page_s``) after this round ``started``, and at once -- not in a burst -- once
+    late.
+
+    >>> next_round_at(100, 100, 100.2, 5, 0.1)  # fast pages: the grid
+    105
+    >>> next_round_at(100, 100, 103.5, 5, 3.4)  # 3.4 s pages: 6.8 s after its start
+    106.8
+    >>> next_round_at(100, 100, 111.0, 5, 0.2)  # a round of 11 s (a hung page): at once
+    111.0
+    """
+    return max(due + interval, started + EXPORTER_DUTY * page_s, now)
+
+
 #: A round waits this much past its pages' deadlines for their threads to hand them over.
 _PAGE_SLACK_S = 0.25
 
@@ -679,10 +701,18 @@ class Collector:
     def run(
         self, rounds: int | None = None, on_round: Callable[[RoundResult], None] | None = None
     ) -> None:
-        """Collect every ``interval_s`` until :meth:`stop` (or ``rounds`` rounds)."""
+        """Collect every ``interval_s`` until :meth:`stop` (or ``rounds`` rounds).
+
+        Paced by the exporters too (:data:`EXPORTER_DUTY`): the next round starts no sooner
+        than twice its slowest page after the last one started, so a broker whose page takes
+        seconds to render is not scraped back to back -- each scrape costs that broker's CPU,
+        and on a busy host the rounds only got slower. A round that ends late starts the
+        next at once, never a burst of rounds to catch up."""
         done = 0
         next_at = time.monotonic()
         while not self._stop.is_set() and (rounds is None or done < rounds):
+            started = time.monotonic()
+            res = RoundResult()
             try:
                 res = self.round()
                 if self._stop.is_set():
@@ -698,5 +728,7 @@ class Collector:
                 self.health.errors.labels("round").inc()
                 log.exception("collection round failed")
             done += 1
-            next_at += self.config.interval_s
-            self._stop.wait(max(0.0, next_at - time.monotonic()))
+            busiest = max(res.page_seconds.values(), default=0.0)
+            now = time.monotonic()
+            next_at = next_round_at(next_at, started, now, self.config.interval_s, busiest)
+            self._stop.wait(max(0.0, next_at - now))
