@@ -302,6 +302,12 @@ connection (MONITOR_STREAMING_KAFKA__*) and stream.config (a map value: KEY__SUB
 {{- define "krm.stream.env" -}}
 - name: PYTHONDONTWRITEBYTECODE
   value: "1"
+{{- /* spark-submit runs mainApplicationFile (site-packages/streaming/cli.py) as a script, and
+Python puts a script's folder first on sys.path: there streaming/operator.py shadows the
+standard library's operator (ImportError at the first import, found running the chart's
+driver in the image). Python 3.11+ leaves that folder out with PYTHONSAFEPATH. */}}
+- name: PYTHONSAFEPATH
+  value: "1"
 {{- range $k := keys .kafka | sortAlpha }}
 - name: MONITOR_STREAMING_KAFKA__{{ upper $k }}
   value: {{ include "krm.str" (get $.kafka $k) | quote }}
