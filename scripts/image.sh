@@ -6,7 +6,10 @@
 #                             image localhost/krm-base:bookworm; cached (a second run is quick)
 #   scripts/image.sh build    the Containerfile on that base (buildah bud, chroot isolation,
 #                             vfs storage) -> localhost/kafka-replication-monitor:<version>
-#                             and :latest; makes the base first when needed
+#                             and :latest; makes the base first when needed. One build at a
+#                             time on the storage (a lock); an image already built from the
+#                             same inputs (the files the build context lets in, the
+#                             Containerfile, the base) is kept: "up to date", in seconds
 #   scripts/image.sh run [--] CMD...
 #                             CMD in a throw-away container of the image (buildah from + run;
 #                             the image's user, environment and working folder; vfs copies
@@ -33,6 +36,7 @@
 #                      (default: the host's /usr/local/share/ca-certificates/*.crt, if any);
 #                      a build secret, trusted by the build stage only
 #   DEBIAN_MIRROR      (default http://deb.debian.org/debian; security: ...-security)
+#   IMAGE_REBUILD=1    build even when the image is up to date (Debian's or PyPI's side moved)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CACHE=${IMAGE_CACHE:-$ROOT/.cache/image}
@@ -49,6 +53,8 @@ BASE_RECIPE=1
 BASE_KEY=$(printf '%s\n' "$SUITE" "$MIRROR" "$SECURITY_MIRROR" "$BASE_PACKAGES" "$BASE_RECIPE" \
   | sha256sum | cut -c1-16)
 KEY_LABEL=org.kafka-replication-monitor.base-key
+INPUTS_LABEL=org.kafka-replication-monitor.inputs-key
+IGNOREFILE=$ROOT/deploy/image/Containerfile.dockerignore
 
 BUILDAH=(buildah --root "$CACHE/storage" --runroot "$CACHE/run" --storage-driver vfs)
 
@@ -67,9 +73,30 @@ need() {
   [ -f "$CACHE/.gitignore" ] || printf '*\n' >"$CACHE/.gitignore"
 }
 
-image_key() {  # the base-key label of an image in the storage, or nothing
-  "${BUILDAH[@]}" inspect --type image --format "{{index .OCIv1.Config.Labels \"$KEY_LABEL\"}}" \
+image_label() {  # label $2 of image $1 in the storage, or nothing
+  "${BUILDAH[@]}" inspect --type image --format "{{index .OCIv1.Config.Labels \"$2\"}}" \
     "$1" 2>/dev/null || true
+}
+
+image_key() {  # the base-key label of an image in the storage, or nothing
+  image_label "$1" "$KEY_LABEL"
+}
+
+# What the image is built from: every file the build context lets in (the ignore file is an
+# allow list: its `!` lines; caches left out as it leaves them out), the Containerfile, the
+# ignore file, the base (its recipe's key, or the reference pulled) and the version. A
+# superset of what the build reads is safe (a needless rebuild at worst).
+inputs_key() {
+  local paths=() line
+  while IFS= read -r line; do
+    case "$line" in '!'*) paths+=("${line#!}") ;; esac
+  done <"$IGNOREFILE"
+  {
+    printf '%s\n' "$IMAGE_BASE" "$BASE_KEY" "$(version)"
+    sha256sum "$ROOT/deploy/image/Containerfile" "$IGNOREFILE" | cut -d' ' -f1
+    (cd "$ROOT" && find "${paths[@]}" -type f ! -path '*/__pycache__/*' ! -name '*.pyc' \
+      -print0 | LC_ALL=C sort -z | xargs -0 sha256sum)
+  } | sha256sum | cut -c1-16
 }
 
 # The base's root file system: debootstrap, then the apt sources of a Debian image (with
@@ -148,10 +175,24 @@ version() {
 
 cmd_build() {
   need buildah
-  local start ver secret=() pull=() bundle=$CACHE/build-ca.pem
+  local start ver key secret=() pull=() bundle=$CACHE/build-ca.pem
   start=$(now)
+  # One build at a time on this storage (the suite's two lanes may both ask for the image):
+  # the second waits, then finds it up to date. The lock goes with the process.
+  exec 9>"$CACHE/build.lock"
+  if ! flock -n 9; then
+    say "waiting for the build running on $CACHE"
+    flock 9
+  fi
   if [ "$IMAGE_BASE" = "$BASE_IMAGE" ]; then
     cmd_base
+  fi
+  ver=$(version)
+  key=$(inputs_key)
+  if [ -z "${IMAGE_REBUILD:-}" ] && [ "$(image_label "$IMAGE_NAME:latest" "$INPUTS_LABEL")" = "$key" ] \
+    && [ "$(image_label "$IMAGE_NAME:$ver" "$INPUTS_LABEL")" = "$key" ]; then
+    say "image $IMAGE_NAME:$ver up to date (inputs $key; IMAGE_REBUILD=1 builds anyway)"
+    return 0
   fi
   case "$IMAGE_BASE" in
     localhost/*) pull=(--pull=never) ;;  # made here: there is no registry to ask
@@ -169,13 +210,12 @@ cmd_build() {
   # pip built once (pyspark's sdist) or downloaded is not fetched and built again.
   local pip_cache=${IMAGE_PIP_CACHE:-${PIP_CACHE_DIR:-$HOME/.cache/pip}} volume=()
   [ ! -d "$pip_cache" ] || volume=(--volume "$pip_cache:/root/.cache/pip")
-  ver=$(version)
-  say "building $IMAGE_NAME:$ver on $IMAGE_BASE"
+  say "building $IMAGE_NAME:$ver on $IMAGE_BASE (inputs $key)"
   "${BUILDAH[@]}" bud --isolation chroot "${pull[@]}" "${secret[@]}" "${volume[@]}" \
     --build-arg "BASE=$IMAGE_BASE" \
     --file "$ROOT/deploy/image/Containerfile" \
-    --ignorefile "$ROOT/deploy/image/Containerfile.dockerignore" \
-    --label "org.opencontainers.image.version=$ver" \
+    --ignorefile "$IGNOREFILE" \
+    --label "org.opencontainers.image.version=$ver" --label "$INPUTS_LABEL=$key" \
     --tag "$IMAGE_NAME:$ver" --tag "$IMAGE_NAME:latest" \
     "$ROOT"
   # The build's working containers and its unnamed intermediate images are not kept.
@@ -203,6 +243,9 @@ cmd_clean() {
   fi
 }
 
+# In braces, with its exit: bash parses the whole group before running it, so a build that
+# runs for minutes is not derailed by an edit of this file meanwhile.
+{
 case "${1:-}" in
   base) shift; cmd_base "$@" ;;
   build) shift; cmd_build "$@" ;;
@@ -211,3 +254,5 @@ case "${1:-}" in
   clean) shift; cmd_clean "$@" ;;
   *) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2 ;;
 esac
+exit
+}
