@@ -922,7 +922,7 @@ def run(cfg: StreamingConfig, hooks: Sequence[Hook] = ()) -> int:
             app_name=cfg.app_name,
             shuffle_partitions=cfg.shuffle_partitions,
             jars=jars,
-            conf=cfg.spark_conf,
+            conf=with_system_properties(cfg.spark_conf, cfg.kafka.java_system_properties()),
         )
         job = start(spark, cfg, hooks=hooks)
         if exporter is not None:
@@ -969,6 +969,24 @@ def run(cfg: StreamingConfig, hooks: Sequence[Hook] = ()) -> int:
         flush=True,
     )
     return 0
+
+
+def with_system_properties(conf: dict[str, str], props: dict[str, str]) -> dict[str, str]:
+    """``conf`` with the Kafka client's JVM system properties (an OAUTHBEARER token URL the
+    Java client must be allowed to read: ``KafkaConnection.java_system_properties``) added
+    to the driver's and the executors' JVM options, after any given there.
+
+    >>> out = with_system_properties({"spark.driver.extraJavaOptions": "-Xss4m"}, {"a.b": "f"})
+    >>> out["spark.driver.extraJavaOptions"], out["spark.executor.extraJavaOptions"]
+    ('-Xss4m -Da.b=f', '-Da.b=f')
+    """
+    if not props:
+        return conf
+    flags = " ".join(f"-D{k}={v}" for k, v in props.items())
+    out = dict(conf)
+    for key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):
+        out[key] = f"{out.get(key, '')} {flags}".strip()
+    return out
 
 
 def _stop_on_signals(job: RunningJob) -> None:

@@ -9,9 +9,12 @@ topic (or ``--create-topics``), the ``kafka-acls.sh`` that grants a missing perm
 
 from __future__ import annotations
 
+import base64
+import json
 import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from kafka.admin import ConfigResource, ConfigResourceType
@@ -42,6 +45,15 @@ ACL_NAMES = {
 }
 
 
+#: MSK's IAM actions for each operation (with IAM, policies decide, not Kafka ACLs).
+IAM_ACTIONS = {
+    "READ": "kafka-cluster:ReadData",
+    "WRITE": "kafka-cluster:WriteData",
+    "DESCRIBE": "kafka-cluster:DescribeTopic",
+    "DESCRIBE_CONFIGS": "kafka-cluster:DescribeTopicDynamicConfiguration",
+}
+
+
 @dataclass(frozen=True)
 class Need:
     """A topic a command uses, and what it does with it."""
@@ -60,11 +72,57 @@ def principal(conn: KafkaConnection) -> str:
     >>> principal(KafkaConnection(bootstrap_servers="b:1"))
     'User:ANONYMOUS'
     """
+    if conn.sasl_mechanism == "OAUTHBEARER" and conn.security_protocol.startswith("SASL_"):
+        return f"User:{_token_subject(conn) or '<the token subject (sub)>'}"
     if conn.security_protocol.startswith("SASL_") and conn.sasl_username:
         return f"User:{conn.sasl_username}"
-    if conn.ssl_certfile or conn.ssl_keystore_location:
+    if conn.ssl_certfile:
+        return f"User:{_certificate_subject(conn.ssl_certfile) or '<the certificate subject>'}"
+    if conn.ssl_keystore_location:
         return "User:<the client certificate's distinguished name>"
     return "User:ANONYMOUS"
+
+
+#: X.500 attribute names as Kafka's default principal (RFC 2253) spells them.
+_RDN = {"commonName": "CN", "organizationalUnitName": "OU", "organizationName": "O",
+        "localityName": "L", "stateOrProvinceName": "ST", "countryName": "C"}  # fmt: skip
+
+
+def _certificate_subject(path: str) -> str | None:
+    """A PEM certificate's subject as Kafka names an SSL client by default (``CN=monitor``,
+    most specific first), or None if it cannot be read."""
+    import ssl
+
+    try:
+        decoded = ssl._ssl._test_decode_cert(path)  # type: ignore[attr-defined]
+    except (OSError, ssl.SSLError, ValueError):
+        return None
+    parts = [f"{_RDN.get(k, k)}={v}" for rdn in decoded.get("subject", ()) for k, v in rdn]
+    return ",".join(reversed(parts)) or None
+
+
+def _token_subject(conn: KafkaConnection) -> str | None:
+    """The ``sub`` claim of the token file's JWT (read, not verified: it only names the
+    principal in a line), if there is one."""
+    if conn.sasl_oauth_token_file is None:
+        return None
+    try:
+        payload = Path(conn.sasl_oauth_token_file).read_text().strip().split(".")[1]
+        claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    except (OSError, IndexError, ValueError):
+        return None
+    sub = claims.get("sub") if isinstance(claims, dict) else None
+    return str(sub) if sub else None
+
+
+def grant(conn: KafkaConnection, ops: Iterable[str], *, topic: str | None = None) -> str:
+    """How to give the principal ``ops``: a ``kafka-acls.sh`` line, or on MSK with IAM the
+    policy's actions (IAM, not Kafka ACLs, decides there)."""
+    if conn.sasl_mechanism == "AWS_MSK_IAM":
+        wanted = ", ".join(IAM_ACTIONS.get(op, op) for op in ops)
+        where = f"the topic {topic}" if topic else "the cluster"
+        return f"allow {wanted} on {where} in the role's IAM policy"
+    return f"grant it: {acl_command(conn, ops, topic=topic)}"
 
 
 def acl_command(conn: KafkaConnection, ops: Iterable[str], *, topic: str | None = None) -> str:
@@ -136,7 +194,7 @@ def check_topics(
             report.fail(
                 what,
                 f"{principal(conn)} may not even Describe it (it may be missing too)",
-                f"grant it: {acl_command(conn, need.ops, topic=need.name)}",
+                grant(conn, need.ops, topic=need.name),
             )
             continue
         if code:
@@ -151,7 +209,7 @@ def check_topics(
             report.fail(
                 what,
                 f"{need.who} may not {ops} it (as {principal(conn)})",
-                f"grant it: {acl_command(conn, denied, topic=need.name)}",
+                grant(conn, denied, topic=need.name),
             )
             continue
         try:
@@ -246,7 +304,7 @@ def check_watched_access(admin: Any, report: Report, conn: KafkaConnection) -> N
             "kafka permissions",
             f"{principal(conn)} may not Describe the cluster: running reassignments are not "
             "read (a move would look like under-replication)",
-            f"grant it: {acl_command(conn, ['DESCRIBE'])}",
+            grant(conn, ["DESCRIBE"]),
         )
     blind = sorted(
         t["name"]
@@ -261,7 +319,7 @@ def check_watched_access(admin: Any, report: Report, conn: KafkaConnection) -> N
             "kafka permissions",
             f"{principal(conn)} may not DescribeConfigs {len(blind)} topic(s) ({shown}): their "
             "min.insync.replicas is unknown, so under_min_isr cannot be judged on them",
-            "grant it: " + acl_command(conn, ["DESCRIBE", "DESCRIBE_CONFIGS"], topic="*"),
+            grant(conn, ["DESCRIBE", "DESCRIBE_CONFIGS"], topic="*"),
         )
     if (cluster_ops is None or "DESCRIBE" in cluster_ops) and not blind:
         report.ok(

@@ -389,3 +389,58 @@ def test_no_secret_in_topics(run: Run) -> None:
         assert run.contents[role], role
         for record in run.contents[role]:
             assert _leaks(run, raw(record)) == [], role
+
+
+# --- --check reads what the principal may do from the brokers ---------------------------------
+
+
+def test_check_names_an_events_topic_the_user_may_not_write(run: Run) -> None:
+    """An ACL that lets the monitor's user Read and Describe the events topic but not Write
+    it (the lab's authorizer, security.AUTHORIZER): ``collect --check`` says so before any
+    round, naming the principal and the kafka-acls.sh line that grants it; granted, it
+    passes (issue 49: a blocker of a first finding, one line saying what to do)."""
+    from kafka import KafkaAdminClient
+    from kafka.admin import (
+        ACL,
+        ACLOperation,
+        ACLPermissionType,
+        ResourcePattern,
+        ResourceType,
+    )
+
+    from monitor.collector.check import check
+    from monitor.preflight.topics import principal
+
+    topic = f"events-readonly-{uuid.uuid4().hex[:6]}"
+    create_topic(run.lab.bootstrap_servers, topic, replication_factor=1, min_insync_replicas=1)
+    user = security.PRINCIPALS[run.mode]
+    admin = KafkaAdminClient(bootstrap_servers=run.lab.bootstrap_servers.split(","))
+    pattern = ResourcePattern(ResourceType.TOPIC, topic)
+
+    def allow(*ops: ACLOperation) -> None:
+        acls = [ACL(user, "*", op, ACLPermissionType.ALLOW, pattern) for op in ops]
+        result = admin.create_acls(acls)
+        assert not result["failed"], result
+
+    config = CollectorConfig(
+        cluster="seclab", kafka=run.settings, events_kafka=run.settings, events_topic=topic
+    )
+    try:
+        allow(ACLOperation.DESCRIBE, ACLOperation.READ)
+        lines: list[str] = []
+        assert check(config, lines.append) == 2
+        (line,) = [ln for ln in lines if ln.startswith(f"events topic {topic}:")]
+        who = principal(run.settings)
+        assert line == (
+            f"events topic {topic}: FAIL -- the collector may not Write it (as {who}): grant "
+            f"it: kafka-acls.sh --bootstrap-server {run.settings.bootstrap_servers} "
+            f"--command-config admin.properties --add --allow-principal {who} --operation "
+            f"Write --topic {topic}"
+        ), line
+        allow(ACLOperation.WRITE)
+        lines.clear()
+        check(config, lines.append)
+        (line,) = [ln for ln in lines if ln.startswith(f"events topic {topic}:")]
+        assert line.endswith("Write allowed"), line
+    finally:
+        admin.close()

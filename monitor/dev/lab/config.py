@@ -419,6 +419,7 @@ def broker_properties(config: LabConfig, node: int) -> dict[str, str]:
         )
         files = security.files_for(config.dir)
         props.update(security.listener_properties(files, config.security))
+        props.update(security.AUTHORIZER)
     props.update(config.extra_broker_config)
     return props
 

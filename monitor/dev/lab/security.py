@@ -392,6 +392,21 @@ def listener_properties(f: SecurityFiles, security: str) -> dict[str, str]:
     return props
 
 
+#: Every secured lab runs KRaft's authorizer, allowing what no ACL governs: the lab's own
+#: listeners (PLAINTEXT, CONTROLLER) are unauthenticated, ANONYMOUS, and a super user; an
+#: ACL a test sets on a topic is then the whole truth for that topic (the monitor's --check
+#: reads a missing permission from the brokers: tests/security/test_secured_lab.py).
+AUTHORIZER = {
+    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "allow.everyone.if.no.acl.found": "true",
+    "super.users": "User:ANONYMOUS",
+}
+
+#: The principal of the lab's client, by security mode (the SCRAM user; the certificate's
+#: distinguished name; the token's subject).
+PRINCIPALS = {"sasl_ssl": "User:monitor", "mtls": "User:CN=monitor", "oauthbearer": "User:monitor"}
+
+
 def protocol(security: str) -> str:
     return {"sasl_ssl": "SASL_SSL", "mtls": "SSL", "oauthbearer": "SASL_SSL"}[security]
 
