@@ -30,7 +30,6 @@ import os
 import resource
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from bench.jmx_parse_bench import page
@@ -93,7 +92,7 @@ def stubbed(collector: Collector, meta: list[PartitionMetadata], pages: dict[int
     )
     mod.jmx.fetch = lambda url, timeout_s, max_bytes: pages[int(url.rsplit("/", 1)[1])]
     collector._admin = object()
-    collector._pool = ThreadPoolExecutor(len(pages))
+    collector._pool = collector_module.PageReaders(len(pages))
 
 
 def synthetic(args: argparse.Namespace) -> None:

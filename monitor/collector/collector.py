@@ -300,7 +300,11 @@ class Collector:
                 self._producer = KafkaProducer(
                     client_id="replication-monitor-collector",
                     acks="all",
-                    linger_ms=20,
+                    # publish() flushes at each round's end: a long linger delays nothing
+                    # and fills the batches (bench.compression_bench at 10k partitions:
+                    # zstd 0.151 of the bytes at linger 20 ms and 16 kB batches, 0.070 so).
+                    linger_ms=1000,
+                    batch_size=256 * 1024,
                     retries=5,
                     max_in_flight_requests_per_connection=1,  # keep each key's events in order
                     compression_type=(

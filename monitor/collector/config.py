@@ -110,6 +110,21 @@ class CollectorConfig(settings.LayeredSettings):
                 raise ValueError(f"jmx_urls[{broker}]: {url!r} is not an http(s) URL")
         return v
 
+    @field_validator("events_compression")
+    @classmethod
+    def _codec(cls, v: str) -> str:
+        from kafka import codec
+
+        have = {"gzip": codec.has_gzip, "snappy": codec.has_snappy, "lz4": codec.has_lz4,
+                "zstd": codec.has_zstd}  # fmt: skip
+        if v in have and not have[v]():
+            package = {"snappy": "python-snappy", "lz4": "lz4", "zstd": "zstandard"}.get(v, v)
+            raise ValueError(
+                f"{v} needs the {package} package, not installed here: install it, or use "
+                "zstd (installed with the monitor)"
+            )
+        return v
+
     @field_validator("jmx_names")
     @classmethod
     def _names(cls, v: dict[str, str]) -> dict[str, str]:

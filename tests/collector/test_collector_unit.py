@@ -403,3 +403,15 @@ def test_the_page_deadline_follows_the_interval_and_the_pages() -> None:
     assert CollectorConfig(kafka=k, interval_s=2).page_deadline([0.1]) == 2
     assert CollectorConfig(kafka=k, jmx_timeout_s=3).page_deadline([2.9]) == 3
     assert CollectorConfig(kafka=k, round_timeout_s=4).page_deadline([2.9]) == 4
+
+
+def test_a_codec_whose_package_is_missing_is_refused_by_name() -> None:
+    """lz4 and snappy need packages the monitor does not install: refused when the settings
+    are read, naming the setting and the package -- not a producer error at start."""
+    from kafka import codec
+
+    k = {"bootstrap_servers": "127.0.0.1:9092"}
+    assert CollectorConfig(kafka=k).events_compression == "zstd" and codec.has_zstd()
+    assert not codec.has_lz4(), "lz4 is installed here: this test needs a codec that is not"
+    with pytest.raises(ValidationError, match=r"events_compression[\s\S]*lz4 needs the lz4"):
+        CollectorConfig(kafka=k, events_compression="lz4")
