@@ -17,7 +17,8 @@ its own events topic (``--topic-partitions`` partitions, RF 1, the topic's
 ``compression.type`` at the broker's default ``producer``: the batches are stored as the
 producer made them) on a one-broker lab (:func:`monitor.dev.demo.monitor_stack
 .monitor_cluster`), and ``Collector.publish`` -- the real producer with its real settings,
-``acks=all``, ``linger_ms=20``, kafka-python's default 16 KB ``batch_size`` -- sends every
+``acks=all``, ``linger_ms=1000``, ``batch_size`` 256 KB (``publish`` flushes at the
+round's end; before 2026-12-02's change: 20 ms and kafka-python's 16 KB) -- sends every
 round, the codecs taking turns round by round (the order rotating), so each sees the same
 machine. After each ``publish`` (which flushes, acks=all: the broker has appended the
 batches) the topic's size is read from the broker with DescribeLogDirs (the sum of its
@@ -389,7 +390,7 @@ def main() -> int:
     say(
         "the producer's settings overridden: " + ", ".join(f"{k}={v}" for k, v in overrides.items())
         if overrides
-        else "the collector's producer settings (linger_ms=20, kafka-python's batch_size 16384)"
+        else "the collector's own producer settings (monitor/collector/collector.py start)"
     )
     built = {}
     for n in args.partitions:
