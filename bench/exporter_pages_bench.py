@@ -22,17 +22,18 @@ every page is of the new rules. The rule sets (``--styles``):
 * ``strimzi-narrowed`` / ``confluent-narrowed`` -- the same rules with the shipped rules'
   ``includeObjectNames`` (the MBeans the collector reads): what narrowing alone buys.
 
-The rule sets take turns, so that each sees the same machine: ``--scrapes`` times, each in
-turn, its pages are timed at the HTTP client from connect to last byte -- each broker alone
-(one after another: the broker JVM's CPU over the read, less its idle CPU measured over 5 s
-before the turn, is the page's render CPU -- the figure the machine's load does not
-inflate), then all brokers at once (as the collector reads them: one thread per broker) --
-after one untimed read of all pages (the reload); then ``--blocks`` times, each
-in turn, the real collector (``Collector``; ``CollectorConfig`` at its defaults but the
-bootstrap and ``jmx_urls``; nothing published) runs ``--rounds``/``--blocks`` rounds at its
-default interval: per round, the share of replicas sampled (those with a log end sample in
-the round's events, over those the metadata lists), by broker, and the page errors; the
-brokers' CPU per round. ``monitor collect --check`` runs once per rule set.
+The rule sets take turns, so that each sees the same machine. ``--scrapes`` times, each in
+turn: one untimed read of all pages (the reload), then its pages timed at the HTTP client
+from connect to last byte -- each broker alone, one after another, with the CPU the
+broker's exporter threads spent on it (the render's cost, which the machine's load does not
+inflate), then all brokers at once, as the collector reads them (one thread per broker).
+Then ``--blocks`` times, each in turn: the real collector (``Collector``;
+``CollectorConfig`` at its defaults but the bootstrap and ``jmx_urls``; nothing published)
+runs ``--rounds``/``--blocks`` rounds at its default interval -- per round, the share of
+replicas sampled (those with a log end sample in the round's events, over those the
+metadata lists), by broker, and the page errors; the brokers' CPU per round; how long their
+exporters go on rendering the pages the collector gave up on. ``monitor collect --check``
+runs once per rule set.
 
 ``--collector-from CHECKOUT`` runs ``--check`` and the rounds once more, on the same lab
 and pages, with the collector of another checkout (a child process with that checkout's
@@ -346,28 +347,46 @@ class ProduceLoad:
             th.join(timeout=90)
 
 
-def idle_cpu(lab: Lab, seconds: float = 5.0) -> dict[int, float]:
-    """Each broker JVM's CPU per second while no page is read (the load, replication, the
-    metadata quorum): what a page's CPU is measured above."""
+#: The agent's HTTP server threads (``prometheus-http-<pool>-<n>``, as the kernel keeps a
+#: thread's name: 15 characters): a page is rendered in the one serving its request.
+_EXPORTER_THREADS = "prometheus-http"
+
+
+def exporter_cpu_s(pid: int) -> float:
+    """CPU seconds of the exporter agent's HTTP threads in the JVM ``pid`` (user + system):
+    what rendering its pages has cost, whatever else the broker and the machine do (the
+    collector's JMX walk and rule matching run there; the JVM's garbage collector, in a
+    thread of its own, is not counted)."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            if (task / "comm").read_text().startswith(_EXPORTER_THREADS):
+                f = (task / "stat").read_text().rsplit(")", 1)[1].split()
+                total += int(f[11]) + int(f[12])
+        except OSError:  # a thread that just ended
+            continue
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def rendering(lab: Lab, seconds: float = 5.0) -> dict[int, float]:
+    """Each broker's exporter CPU per second over ``seconds``: above 0, it renders a page."""
     pids = {b: p for b in lab.node_ids if (p := lab.pid(b)) is not None}
-    c0, t0 = {b: _cpu_s(p) for b, p in pids.items()}, time.monotonic()
+    c0, t0 = {b: exporter_cpu_s(p) for b, p in pids.items()}, time.monotonic()
     time.sleep(seconds)
     dt = time.monotonic() - t0
-    return {b: (_cpu_s(p) - c0[b]) / dt for b, p in pids.items()}
+    return {b: (exporter_cpu_s(p) - c0[b]) / dt for b, p in pids.items()}
 
 
-def scrape_turn(
-    lab: Lab, res: StyleResult, topics: set[str], turn: int, idle: dict[int, float]
-) -> None:
-    """One turn of ``res.style``'s pages (its rules served): each broker alone -- its JVM's
-    CPU over the read, less its idle CPU, is the page's -- then all at once."""
+def scrape_turn(lab: Lab, res: StyleResult, topics: set[str], turn: int) -> None:
+    """One turn of ``res.style``'s pages (its rules served): each broker alone -- with the
+    CPU its exporter spent on it -- then all at once."""
     urls = lab.jmx_urls
     for b, url in urls.items():
         pid = lab.pid(b)
-        c0 = _cpu_s(pid) if pid else 0.0
+        c0 = exporter_cpu_s(pid) if pid else 0.0
         took, page = _retried(functools.partial(timed_get, url))
         if pid:
-            res.cpu.setdefault(b, []).append(max(0.0, _cpu_s(pid) - c0 - idle[b] * took))
+            res.cpu.setdefault(b, []).append(exporter_cpu_s(pid) - c0)
         res.alone.setdefault(b, []).append(took)
         res.facts[b] = PageFacts.of(page, topics)
     for b, (took, _) in _retried(lambda: at_once(urls)).items():
@@ -509,17 +528,18 @@ def drain(lab: Lab, limit_s: float = 240.0) -> float:
     t = time.monotonic()
     busy: dict[int, float] = {}
     while time.monotonic() - t < limit_s:
-        busy = idle_cpu(lab)
+        busy = rendering(lab, 2.0)
         if max(busy.values(), default=0.0) < DRAINED_CPU:
             break
     took = time.monotonic() - t
-    say(f"  the brokers busy with the pages left behind for {took:.0f} s after the rounds "
-        f"(CPU a second then: {', '.join(f'{c:.2f}' for c in busy.values())})")  # fmt: skip
+    cpu = ", ".join(f"{c:.2f}" for c in busy.values())
+    say(f"  the brokers' exporters busy with pages left behind for {took:.0f} s after the "
+        f"rounds (their CPU a second then: {cpu})")  # fmt: skip
     return took
 
 
-#: A broker rendering no page uses less than this (the load, replication, the quorum).
-DRAINED_CPU = 0.5
+#: An exporter rendering no page uses less than this CPU a second.
+DRAINED_CPU = 0.02
 
 
 #: The line a ``--collect-only`` child ends with: its CollectorRun as JSON.
@@ -600,12 +620,9 @@ def bench(args: argparse.Namespace, styles: list[str], work: Path, port: int) ->
             + ", ".join(f"{b}: {t:.2f} s" for b, t in first.items()))  # fmt: skip
         say(f"\n== pages, {args.scrapes} turns of each rule set")
         for turn in range(args.scrapes):
-            idle = idle_cpu(lab)
-            say(f"  turn {turn}: the brokers' idle CPU "
-                + ", ".join(f"{b}: {c:.2f}" for b, c in idle.items()) + " s a second")  # fmt: skip
             for style in styles:
                 rules.use(lab, style)
-                scrape_turn(lab, results[style], set(topics), turn, idle)
+                scrape_turn(lab, results[style], set(topics), turn)
         for r in results.values():
             for b, f in r.facts.items():
                 say(
@@ -615,8 +632,9 @@ def bench(args: argparse.Namespace, styles: list[str], work: Path, port: int) ->
                     + (f", lacks {', '.join(f.missing)}" if f.missing else "")
                 )
         per_block = math.ceil(args.rounds / args.blocks)
-        say(f"\n== the collector, {args.blocks} blocks of {per_block} rounds for each rule set")
-        for block in range(args.blocks):
+        if per_block:
+            say(f"\n== the collector, {args.blocks} blocks of {per_block} rounds each rule set")
+        for block in range(args.blocks if per_block else 0):
             for style in styles:
                 rules.use(lab, style)
                 order = sources if block % 2 == 0 else sources[::-1]
@@ -660,8 +678,8 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [s for s in styles if s not in STYLES]
     if unknown or not styles or len(set(styles)) < len(styles):
         ap.error(f"--styles: unknown or repeated {unknown or styles}; known: {', '.join(STYLES)}")
-    if args.blocks < 1 or args.scrapes < 1 or args.rounds < 1:
-        ap.error("--blocks, --scrapes and --rounds are at least 1")
+    if args.blocks < 1 or args.scrapes < 1 or args.rounds < 0:
+        ap.error("--blocks and --scrapes are at least 1, --rounds at least 0 (no collector)")
     args.collector_from = [p.resolve() for p in args.collector_from]
     for where in args.collector_from:
         if not (where / "monitor" / "collector" / "collector.py").is_file():
