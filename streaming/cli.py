@@ -7,9 +7,22 @@ and ``spark-submit streaming/cli.py``: the job's one entry point.
 
 from __future__ import annotations
 
+import os
+import sys
+
+# Run as a script (``spark-submit .../site-packages/streaming/cli.py``), Python puts this
+# folder first on sys.path, where streaming/operator.py shadows the standard library's
+# ``operator`` (an installed wheel's driver died at its first import). Before any import
+# that could need it.
+if (
+    __name__ == "__main__"
+    and sys.path
+    and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(__file__))
+):
+    del sys.path[0]
+
 import argparse
 import shlex
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any

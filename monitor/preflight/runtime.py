@@ -95,8 +95,12 @@ def check_kafka_source(
     what = "Spark Kafka source"
     if configured is not None:
         if not configured:
+            own = jars.pyspark_jars_dir()
+            on_classpath = own is not None and any(own.glob("spark-sql-kafka-0-10_*.jar"))
             if "spark.jars.packages" in spark_conf or "spark.jars" in spark_conf:
                 report.ok(what, "from spark_conf (spark.jars / spark.jars.packages)")
+            elif on_classpath:
+                report.ok(what, f"on Spark's own classpath ({own})")  # the container image
             else:
                 report.ok(what, "jars = [] (--no-jars): the cluster or spark-submit supplies it")
             return

@@ -183,6 +183,13 @@ def test_left_out_commands_and_extras_say_how_to_get_them(venv: Venv) -> None:
         "(no module grafana_foundation_sdk): pip install './[dashboards]' "
     ), line
     assert not (venv.work / "grafana-dashboards").exists()
+    # The job's entry point run as a script (spark-submit .../site-packages/streaming/cli.py):
+    # its folder first on sys.path, streaming/operator.py must not shadow the stdlib's.
+    where = venv.ok(
+        "python", "-c", "import streaming, os; print(os.path.dirname(streaming.__file__))"
+    )
+    script = venv.run("python", os.path.join(where.strip(), "cli.py"), "--help")
+    assert script.returncode == 0 and "usage: monitor stream" in script.stdout, script.stderr
 
 
 def test_dashboards_push_runs_on_the_base_install(venv: Venv) -> None:
