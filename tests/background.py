@@ -54,6 +54,15 @@ JOBS: dict[str, Job] = {
         ROOT / ".cache" / "image" / "background-build.log",
         _can_build_image,
     ),
+    "stranger-install": Job(
+        "tests/stranger/test_strangers_cluster.py",
+        (
+            "python3",
+            str(ROOT / "tests" / "stranger" / "install.py"),
+            str(ROOT / ".cache" / "stranger"),
+        ),
+        ROOT / ".cache" / "stranger-install.log",
+    ),
     "k8s-tools": Job(
         "tests/deploy/test_chart.py",
         (str(ROOT / "scripts" / "k8s-tools.sh"), "install"),

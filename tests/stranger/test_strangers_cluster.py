@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import json
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -40,6 +40,8 @@ from pathlib import Path
 import pytest
 
 from monitor import jars
+from tests import background
+from tests.stranger.install import FOLDER, install, readme_block, stranger_env
 
 pytestmark = [pytest.mark.lab, pytest.mark.timeout(2400)]
 
@@ -53,14 +55,6 @@ README_HOSTS = ("kafka1", "kafka2", "kafka3")
 #: Findings a stopped follower causes (the controller fences it after Kafka's
 #: broker.session.timeout.ms and shrinks the ISRs it was in; its log end falls behind).
 FOLLOWER_FINDINGS = ("isr_shrink", "under_replicated", "at_min_isr", "follower_lag")
-
-
-def readme_block(marker: str) -> str:
-    """The shell block after ``<!-- stranger: MARKER -->`` in README.md."""
-    text = README.read_text()
-    m = re.search(rf"<!-- stranger: {marker} -->\s*```bash\n(.*?)```", text, re.S)
-    assert m, f"README.md has no block marked <!-- stranger: {marker} -->"
-    return m.group(1)
 
 
 def _free_ports(n: int) -> list[int]:
@@ -206,26 +200,6 @@ def _produce(bootstrap: str, stop: threading.Event) -> None:
         producer.close(timeout=5)
 
 
-def _the_tree(dest: Path) -> Path:
-    """The repository's files, as a clone holds them (tracked and changed ones)."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=ROOT, capture_output=True, check=True,
-    ).stdout.split(b"\0")  # fmt: skip
-    for raw in filter(None, listed):
-        name = raw.decode()
-        source = ROOT / name
-        if not source.exists() and not source.is_symlink():
-            continue  # deleted in the work tree
-        target = dest / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if source.is_symlink():
-            target.symlink_to(os.readlink(source))
-        else:
-            shutil.copy2(source, target)
-    return dest
-
-
 def _metrics(url: str) -> dict[str, float]:
     """Each series of a /metrics page, summed by name and by name{kind="..."}."""
     with urllib.request.urlopen(url, timeout=5) as answer:
@@ -274,41 +248,22 @@ def _ours(home: Path) -> list[int]:
 def test_a_stranger_reaches_a_first_finding_with_the_readme_alone(
     cluster: StrangersCluster, tmp_path: Path
 ) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
-    work = tmp_path / "work"
-    _the_tree(work / "kafka-replication-monitor")
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("MONITOR_", "PYTHON", "VIRTUAL_ENV"))
-    }
-    env["HOME"] = str(home)
-    env["PATH"] = os.pathsep.join(
-        p for p in env["PATH"].split(os.pathsep) if ".venv" not in p
-    )  # the project's venv out of sight
-    if os.environ.get("MONITOR_STRANGER_COLD") != "1":
-        # The machine's caches: a clean machine downloads pyspark and the jars once.
-        env["PIP_CACHE_DIR"] = str(Path.home() / ".cache" / "pip")
-        env["MONITOR_CACHE"] = str(ROOT / ".cache")
-    load = threading.Event()
-    producer = threading.Thread(target=_produce, args=(cluster.bootstrap, load), daemon=True)
-    producer.start()
-
-    # -- the install, as the README says it ----------------------------------------------------
-    began = time.monotonic()
-    install = subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", readme_block("install")],
-        cwd=work, env=env, capture_output=True, text=True, timeout=1200,
-    )  # fmt: skip
-    assert install.returncode == 0, f"the README's install failed:\n{install.stderr[-4000:]}"
-    installed_s = time.monotonic() - began
-    venv_python = home / "krm" / "bin" / "python"
+    # -- the install, as the README says it (in the background since the session began) ----
+    folder = FOLDER
+    ran = background.wait("stranger-install", timeout=1800)
+    outcome = json.loads((folder / "install.json").read_text()) if ran else install(folder)
+    assert outcome["returncode"] == 0, f"the README's install failed:\n{outcome['output']}"
+    installed_s = float(outcome["seconds"])
+    home, work = folder / "home", folder / "work"
+    env = stranger_env(home)
     probe = subprocess.run(
-        [str(venv_python), "-c", "import monitor, sys; print(monitor.__file__)"],
+        [str(home / "krm" / "bin" / "python"), "-c", "import monitor; print(monitor.__file__)"],
         cwd=tmp_path, env=env, capture_output=True, text=True, check=True,
     )  # fmt: skip
     assert str(home) in probe.stdout and str(ROOT) not in probe.stdout, probe.stdout
+    load = threading.Event()
+    producer = threading.Thread(target=_produce, args=(cluster.bootstrap, load), daemon=True)
+    producer.start()
 
     # -- monitor run, as the README says it, with this cluster's addresses ------------------
     command = readme_block("run")
@@ -352,8 +307,8 @@ def test_a_stranger_reaches_a_first_finding_with_the_readme_alone(
             )
 
         found_s = _wait("finding of the stopped follower", 120, follower_finding, run)
-        first_s = time.monotonic() - began
         from_run_s = time.monotonic() - run_began
+        first_s = installed_s + from_run_s
         print(
             f"a stranger's cluster: installed in {installed_s:.0f} s; monitor run to every "
             f"broker sampled {ready_s:.0f} s; follower {follower.node} stopped -> its finding on "
