@@ -117,7 +117,8 @@ def test_a_paused_follower_through_a_profile(lab: Lab, style: str, tmp_path: Pat
 def _check(*args: str, stdout_only: bool = False) -> tuple[int, str]:
     """``monitor collect --check`` with ``args``: its exit code and output."""
     proc = subprocess.run(
-        [sys.executable, "-m", "monitor", "collect", "--check", *args],
+        [sys.executable, "-m", "monitor", "collect", "--check", "--events-on-watched-cluster",
+         *args],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     return proc.returncode, proc.stdout + ("" if stdout_only else proc.stderr)

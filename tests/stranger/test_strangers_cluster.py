@@ -251,6 +251,8 @@ def test_a_stranger_reaches_a_first_finding_with_the_readme_alone(
     # -- the install, as the README says it (in the background since the session began) ----
     folder = FOLDER
     ran = background.wait("stranger-install", timeout=1800)
+    if ran is not None and not (folder / "install.json").exists():
+        pytest.fail(f"the background install wrote no {folder / 'install.json'}:\n{ran.stderr}")
     outcome = json.loads((folder / "install.json").read_text()) if ran else install(folder)
     assert outcome["returncode"] == 0, f"the README's install failed:\n{outcome['output']}"
     installed_s = float(outcome["seconds"])
