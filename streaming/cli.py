@@ -94,6 +94,13 @@ def add_options(p: argparse.ArgumentParser) -> None:
         help="process what is in the topic now, then stop",
     )
     p.add_argument(
+        "--wait-for-topics",
+        type=float,
+        metavar="SECONDS",
+        dest="wait_for_topics_s",
+        help="wait up to this long for the events topic before starting the query (0)",
+    )
+    p.add_argument(
         "--no-jars",
         action="store_true",
         help="do not add the resolved spark-sql-kafka jars (use --packages instead)",
@@ -147,6 +154,7 @@ def config_from_args(args: argparse.Namespace) -> StreamingConfig:
         "max_offsets_per_trigger": args.max_offsets_per_trigger,
         "max_record_bytes": args.max_record_bytes,
         "once": args.once,
+        "wait_for_topics_s": args.wait_for_topics_s,
         "metrics_port": args.metrics_port,
         "metrics_host": args.metrics_host,
         "per_partition": args.per_partition,
@@ -178,7 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from streaming.job import KafkaSourceUnavailable, LayoutError
+    from streaming.job import KafkaSourceUnavailable, LayoutError, TopicMissing
     from streaming.job import run as run_job
     from streaming.storefs import StorePairError
 
@@ -209,6 +217,9 @@ def run(args: argparse.Namespace) -> int:
     except KafkaSourceUnavailable as e:  # before Spark starts: setup
         print(f"monitor stream: {e}", file=sys.stderr)
         return EXIT_CONFIG
+    except TopicMissing as e:
+        print(f"monitor stream: {e}", file=sys.stderr)
+        return 2
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -125,6 +125,14 @@ class StreamingConfig(settings.LayeredSettings):
         "applies up to this many batches again (0: every such batch stores the snapshot)",
     )
     once: bool = Field(False, description="process what is available, then stop (availableNow)")
+    wait_for_topics_s: float = Field(
+        0.0,
+        ge=0,
+        le=3600,
+        description="wait up to this long for the events topic before starting the query "
+        "(its Spark starts meanwhile: monitor run makes the topics while the job starts); "
+        "0: start at once",
+    )
 
     # -- the state store ---------------------------------------------------------------------
     compact_every_batches: int = Field(

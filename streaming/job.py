@@ -785,6 +785,48 @@ class KafkaSourceUnavailable(RuntimeError):
     Central out of reach) and no other way was configured."""
 
 
+class TopicMissing(RuntimeError):
+    """The events topic did not appear within ``wait_for_topics_s``."""
+
+
+def wait_for_topic(
+    client: dict[str, Any], topic: str, timeout_s: float, poll_s: float = 1.0
+) -> None:
+    """Until ``topic`` is on the cluster of ``client`` (kafka-python keyword arguments), at
+    most ``timeout_s``: ``monitor run`` starts the job's Spark while it makes the topics,
+    and the Kafka source fails on a topic that is not there yet. Raises
+    :class:`TopicMissing` naming the topic and the cluster."""
+    from kafka import KafkaAdminClient
+    from kafka.errors import KafkaError
+
+    deadline = time.monotonic() + timeout_s
+    said = False
+    while True:
+        left_ms = max(500, int((deadline - time.monotonic()) * 1000))
+        try:
+            admin = KafkaAdminClient(
+                client_id="replication-monitor-job-wait",
+                **{**client, "bootstrap_timeout_ms": min(left_ms, 5000)},
+            )
+            try:
+                if topic in admin.list_topics():
+                    return
+            finally:
+                admin.close()
+        except KafkaError:
+            pass  # not up yet: the same as not there yet
+        if time.monotonic() >= deadline:
+            raise TopicMissing(
+                f"the events topic {topic} is not on {client.get('bootstrap_servers')} after "
+                f"{timeout_s:g} s (wait_for_topics_s): create it (monitor stream --check "
+                "--create-topics)"
+            )
+        if not said:
+            log.info("waiting up to %g s for the events topic %s", timeout_s, topic)
+            said = True
+        time.sleep(poll_s)
+
+
 def check_layout(checkpoint: str, buckets: int) -> None:
     """Refuse to resume a checkpoint whose state is keyed or shaped differently; record a
     new one's.
@@ -924,6 +966,8 @@ def run(cfg: StreamingConfig, hooks: Sequence[Hook] = ()) -> int:
             jars=jars,
             conf=with_system_properties(cfg.spark_conf, cfg.kafka.java_system_properties()),
         )
+        if cfg.wait_for_topics_s > 0:
+            wait_for_topic(cfg.kafka.client_kwargs(), cfg.events_topic, cfg.wait_for_topics_s)
         job = start(spark, cfg, hooks=hooks)
         if exporter is not None:
             counters = job.counters

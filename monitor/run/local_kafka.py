@@ -142,18 +142,24 @@ class LocalKafka:
 
     # -- lifecycle ---------------------------------------------------------------------------
 
-    def start(self, timeout_s: float = 120.0) -> None:
-        """Start the broker (formatting its storage the first time) and wait until it
-        answers. Raises :class:`LocalKafkaError` naming the step and the log."""
+    def prepare(self) -> None:
+        """Its folder, a leftover broker of it stopped, and its ports chosen: its address
+        is known before it starts (``monitor run`` starts the job meanwhile)."""
         self.folder.mkdir(parents=True, exist_ok=True)
         (self.folder / "logs").mkdir(exist_ok=True)
         self._stop_leftover()
+        self.port, self.controller_port = self._ports(self._state())
+
+    def start(self, timeout_s: float = 120.0) -> None:
+        """Start the broker (formatting its storage the first time) and wait until it
+        answers. Raises :class:`LocalKafkaError` naming the step and the log."""
+        if not self.port:
+            self.prepare()
         try:
             classpath = jars.kafka_classpath()
         except jars.JarError as e:
             raise LocalKafkaError(f"the Kafka broker's jars: {e}") from None
         state = self._state()
-        self.port, self.controller_port = self._ports(state)
         cluster_id = str(state.get("cluster_id") or self._new_cluster_id())
         properties = self._write_settings()
         if not (self.folder / "data" / "meta.properties").is_file():

@@ -1,9 +1,10 @@
 """``monitor run``: the whole monitor as one supervised unit on one host.
 
-In order: the monitor's own cluster (a one-broker Kafka it starts itself,
+In order: ``monitor stream`` (local Spark, the slowest to start: it waits for its events
+topic), the monitor's own cluster (a one-broker Kafka it starts itself,
 :mod:`monitor.run.local_kafka`, unless the user names one), its three topics there (made
 with the documented settings: :mod:`monitor.contract.topics`), the live view on the
-findings topic, then ``monitor collect`` and ``monitor stream`` (local Spark) as children
+findings topic, then ``monitor collect`` -- the two commands as children
 (:mod:`monitor.run.children`), each serving its ``/metrics``. Then it prints each finding
 as it comes and, once, what the job's first batches saw. A child that exits ends the unit
 (its last lines said, every other part stopped); Ctrl-C or SIGTERM stops it all, in the
@@ -39,6 +40,8 @@ from monitor.run.live import FindingsView
 from monitor.run.local_kafka import LocalKafka, LocalKafkaError
 
 EXIT_FAILED, EXIT_CHECK, EXIT_CONFIG, EXIT_INTERRUPTED = 1, 2, 78, 130
+#: How long the job waits for its events topic (the local Kafka's start, the topics' making).
+TOPICS_WAIT_S = 300
 
 
 @dataclass
@@ -120,23 +123,10 @@ class Runner:
         events = self._events_cluster()
         if events is None:
             return EXIT_FAILED
-        if not self._topics(events):
-            return EXIT_CHECK
-        self.view = FindingsView(events, plan.topics[Role.FINDINGS], self.say)
-        try:
-            self.view.open()
-        except KafkaError as e:
-            self.say(f"monitor run: reading the findings topic on {events.bootstrap_servers}: {e}")
-            return EXIT_FAILED
         logs = plan.state_dir / "logs"
         metrics = ["--metrics-host", plan.metrics_host]
-        collector = Child(
-            "collector",
-            ["collect", *plan.collect_args, *self._events_flags(events), *metrics,
-             "--metrics-port", str(plan.collector_metrics_port)],
-            logs / "collector.log", stop_signal=signal.SIGTERM, grace_s=15,
-            env=plan.env or None, say=self.say, verbose=plan.verbose,
-        )  # fmt: skip
+        # The job first, at once: its Spark takes longest to start (~30 s), and it waits for
+        # the events topic (--wait-for-topics) while the cluster and the topics are made.
         job = Child(
             "job",
             ["stream", *plan.stream_args, "--bootstrap", events.bootstrap_servers,
@@ -145,13 +135,32 @@ class Runner:
              "--deadletter-topic", plan.topics[Role.DEADLETTER],
              "--checkpoint", str(plan.state_dir / "checkpoint"),
              "--store", str(plan.state_dir / "store"), *metrics,
-             "--metrics-port", str(plan.metrics_port)],
+             "--metrics-port", str(plan.metrics_port),
+             "--wait-for-topics", str(TOPICS_WAIT_S)],
             logs / "stream.log", stop_signal=signal.SIGINT, grace_s=60,
             env=plan.env or None, say=self.say, verbose=plan.verbose,
         )  # fmt: skip
-        for child in (job, collector):  # the job first: its Spark takes longest to start
-            child.start()
-            self.children.append(child)
+        job.start()
+        self.children.append(job)
+        if self.kafka is not None and not self._start_local_kafka():
+            return EXIT_FAILED
+        if not self._topics(events):
+            return EXIT_CHECK
+        self.view = FindingsView(events, plan.topics[Role.FINDINGS], self.say)
+        try:
+            self.view.open()
+        except KafkaError as e:
+            self.say(f"monitor run: reading the findings topic on {events.bootstrap_servers}: {e}")
+            return EXIT_FAILED
+        collector = Child(
+            "collector",
+            ["collect", *plan.collect_args, *self._events_flags(events), *metrics,
+             "--metrics-port", str(plan.collector_metrics_port)],
+            logs / "collector.log", stop_signal=signal.SIGTERM, grace_s=15,
+            env=plan.env or None, say=self.say, verbose=plan.verbose,
+        )  # fmt: skip
+        collector.start()
+        self.children.append(collector)
         host = plan.metrics_host
         self.say(
             f"monitor run: /metrics -- job http://{host}:{plan.metrics_port}/metrics, "
@@ -177,6 +186,11 @@ class Runner:
             )
             return plan.watched
         self.kafka = LocalKafka(plan.state_dir / "kafka", say=self.say)
+        self.kafka.prepare()  # its address now; it starts once the job is starting
+        return KafkaConnection(bootstrap_servers=self.kafka.bootstrap_servers)
+
+    def _start_local_kafka(self) -> bool:
+        assert self.kafka is not None
         self.say(
             f"monitor run: starting the monitor's own one-broker Kafka (data in "
             f"{self.kafka.folder})"
@@ -185,9 +199,9 @@ class Runner:
             self.kafka.start()
         except LocalKafkaError as e:
             self.say(f"monitor run: {e}")
-            return None
+            return False
         self.say(f"monitor run: the monitor's topics on {self.kafka.bootstrap_servers} (local)")
-        return KafkaConnection(bootstrap_servers=self.kafka.bootstrap_servers)
+        return True
 
     def _events_flags(self, events: KafkaConnection) -> list[str]:
         if self.plan.events_on_watched_cluster and self.plan.events is None:

@@ -319,12 +319,19 @@ def test_a_stranger_reaches_a_first_finding_with_the_readme_alone(
         )
         assert found_s <= 60, f"the stopped follower's finding took {found_s:.0f} s"
 
-        status = subprocess.run(
-            ["bash", "-c", readme_block("status")],
-            cwd=work, env=env, capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
+        # The README's status block, command by command (a line ending in \\ goes on).
+        lines = readme_block("status").replace("\\\n", " ").splitlines()
+        ran = [
+            subprocess.run(
+                ["bash", "-c", line], cwd=work, env=env, capture_output=True, text=True, timeout=300
+            )
+            for line in lines
+        ]
+        status, partitions = ran
         assert status.returncode in (1, 2), status.stdout + status.stderr  # WARNING or worse
-        assert TOPIC in status.stdout, status.stdout
+        assert "under_replicated" in status.stdout, status.stdout
+        assert partitions.returncode == 0, partitions.stdout + partitions.stderr
+        assert TOPIC in partitions.stdout, partitions.stdout  # which partitions: the topic's
         os.kill(follower.proc.pid, signal.SIGCONT)
     finally:
         load.set()
