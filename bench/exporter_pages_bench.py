@@ -352,29 +352,34 @@ class ProduceLoad:
 _EXPORTER_THREADS = "prometheus-http"
 
 
-def exporter_cpu_s(pid: int) -> float:
-    """CPU seconds of the exporter agent's HTTP threads in the JVM ``pid`` (user + system):
-    what rendering its pages has cost, whatever else the broker and the machine do (the
-    collector's JMX walk and rule matching run there; the JVM's garbage collector, in a
-    thread of its own, is not counted)."""
-    total = 0
+def exporter_threads(pid: int) -> dict[int, float]:
+    """CPU seconds (user + system) of each of the exporter agent's HTTP threads in the JVM
+    ``pid``, by thread id: rendering its pages is all they do (the JMX walk and the rules'
+    matching run there; the JVM's garbage collector, a thread of its own, is not counted)."""
+    threads = {}
     for task in Path(f"/proc/{pid}/task").glob("*"):
         try:
             if (task / "comm").read_text().startswith(_EXPORTER_THREADS):
                 f = (task / "stat").read_text().rsplit(")", 1)[1].split()
-                total += int(f[11]) + int(f[12])
+                threads[int(task.name)] = (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
         except OSError:  # a thread that just ended
             continue
-    return total / os.sysconf("SC_CLK_TCK")
+    return threads
+
+
+def spent(before: dict[int, float], after: dict[int, float]) -> float:
+    """The exporter CPU between two readings of :func:`exporter_threads` (a thread the pool
+    let go meanwhile takes its last moments with it; a new one counts from 0)."""
+    return sum(cpu - before.get(tid, 0.0) for tid, cpu in after.items())
 
 
 def rendering(lab: Lab, seconds: float = 5.0) -> dict[int, float]:
     """Each broker's exporter CPU per second over ``seconds``: above 0, it renders a page."""
     pids = {b: p for b in lab.node_ids if (p := lab.pid(b)) is not None}
-    c0, t0 = {b: exporter_cpu_s(p) for b, p in pids.items()}, time.monotonic()
+    c0, t0 = {b: exporter_threads(p) for b, p in pids.items()}, time.monotonic()
     time.sleep(seconds)
     dt = time.monotonic() - t0
-    return {b: (exporter_cpu_s(p) - c0[b]) / dt for b, p in pids.items()}
+    return {b: spent(c0[b], exporter_threads(p)) / dt for b, p in pids.items()}
 
 
 def scrape_turn(lab: Lab, res: StyleResult, topics: set[str], turn: int) -> None:
@@ -383,10 +388,10 @@ def scrape_turn(lab: Lab, res: StyleResult, topics: set[str], turn: int) -> None
     urls = lab.jmx_urls
     for b, url in urls.items():
         pid = lab.pid(b)
-        c0 = exporter_cpu_s(pid) if pid else 0.0
+        c0 = exporter_threads(pid) if pid else {}
         took, page = _retried(functools.partial(timed_get, url))
         if pid:
-            res.cpu.setdefault(b, []).append(exporter_cpu_s(pid) - c0)
+            res.cpu.setdefault(b, []).append(spent(c0, exporter_threads(pid)))
         res.alone.setdefault(b, []).append(took)
         res.facts[b] = PageFacts.of(page, topics)
     for b, (took, _) in _retried(lambda: at_once(urls)).items():

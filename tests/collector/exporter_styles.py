@@ -15,6 +15,12 @@ Maven Central) -- so each style runs as the exporter's standalone HTTP server
 (``jmx_prometheus_httpserver``, the same collector in standalone mode) reading the broker's
 remote JMX (``LabConfig.jmx_remote``). Standalone exporters have no process metrics:
 ``process_start_time_seconds`` is the one field their pages lack.
+
+:data:`BROAD_RULES` are the same styles as operators run them: agent configuration files
+(``exporter_rules/*.yaml``) with no ``includeObjectNames``, every MBean of the JVM walked
+and tried against dozens of generic patterns -- for a broker's own agent
+(``LabConfig.exporter_rules``): the stranger's-cluster test runs the Strimzi style, and
+``bench.exporter_pages_bench`` times both.
 """
 
 from __future__ import annotations
@@ -32,6 +38,12 @@ from pathlib import Path
 from monitor.dev.lab.cluster import Lab
 from monitor.dev.processes.prom import free_port
 from monitor.jars import jmx_httpserver_jar
+
+#: Broad rules in each style, as agent configuration files (no includeObjectNames).
+BROAD_RULES: dict[str, Path] = {
+    style: Path(__file__).parent / "exporter_rules" / f"{style}-style.yaml"
+    for style in ("strimzi", "confluent")
+}
 
 #: The MBeans the collector reads (docs/collector.md "JMX exporter profiles").
 INCLUDE = [
