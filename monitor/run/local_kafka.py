@@ -65,6 +65,17 @@ logger.started.level = INFO
 """
 
 
+def new_cluster_id() -> str:
+    """A Kafka cluster id: base64url of a random UUID, as ``kafka-storage random-uuid``
+    gives, made here to save a JVM start. Never starting with ``-``: ``StorageTool`` reads
+    such an id as a flag and fails the format (one id in 64) -- Kafka's own generator
+    avoids them too."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
+
+
 class LocalKafkaError(RuntimeError):
     """The local broker could not be started; the message says why and where its log is."""
 
@@ -160,7 +171,7 @@ class LocalKafka:
         except jars.JarError as e:
             raise LocalKafkaError(f"the Kafka broker's jars: {e}") from None
         state = self._state()
-        cluster_id = str(state.get("cluster_id") or self._new_cluster_id())
+        cluster_id = str(state.get("cluster_id") or new_cluster_id())
         properties = self._write_settings()
         if not (self.folder / "data" / "meta.properties").is_file():
             self._format(classpath, cluster_id, properties)
@@ -226,10 +237,6 @@ class LocalKafka:
         ):
             return port, controller
         return _free_port(self.host), _free_port(self.host)
-
-    @staticmethod
-    def _new_cluster_id() -> str:
-        return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
     def _write_settings(self) -> Path:
         props = {

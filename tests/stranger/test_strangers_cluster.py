@@ -21,7 +21,6 @@ It prints the times: install to first finding, and ``monitor run``'s start to fi
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import json
 import os
@@ -32,7 +31,6 @@ import subprocess
 import threading
 import time
 import urllib.request
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +38,7 @@ from pathlib import Path
 import pytest
 
 from monitor import jars
+from monitor.run.local_kafka import new_cluster_id
 from tests import background
 from tests.stranger.install import FOLDER, install, readme_block, stranger_env
 
@@ -102,7 +101,7 @@ class StrangersCluster:
 
     def start(self) -> None:
         voters = ",".join(f"{n.node}@127.0.0.1:{n.controller_port}" for n in self.nodes)
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        cluster_id = new_cluster_id()  # never starting with "-": StorageTool reads it as a flag
         template = (HERE / "server.properties").read_text()
         formats = []
         for n in self.nodes:
@@ -115,9 +114,11 @@ class StrangersCluster:
             formats.append(subprocess.Popen(
                 [*self._java(), "-cp", self.classpath, "kafka.tools.StorageTool", "format",
                  "--cluster-id", cluster_id, "--config", str(props)],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             ))  # fmt: skip
-        assert all(f.wait(timeout=180) == 0 for f in formats), "formatting the storage failed"
+        for n, f in zip(self.nodes, formats, strict=True):
+            out, _ = f.communicate(timeout=180)
+            assert f.returncode == 0, f"formatting node {n.node}'s storage failed: {out[-2000:]}"
         for n in self.nodes:
             with (n.folder / "stdout.log").open("wb") as out:
                 n.proc = subprocess.Popen(

@@ -36,7 +36,8 @@ from monitor.dev.lab.jvm import format_storage, write_configs
 from monitor.dev.lab.nodes import NodeInfo, Nodes, NodeStatus
 from monitor.dev.lab.ports import ephemeral_ports, ephemeral_range
 from monitor.dev.lab.readiness import wait_ready, wait_zookeeper
-from monitor.dev.lab.statefile import LabState, NodeState, StateFile, new_cluster_id
+from monitor.dev.lab.statefile import LabState, NodeState, StateFile
+from monitor.run.local_kafka import new_cluster_id
 
 __all__ = [
     "Lab",
@@ -45,7 +46,6 @@ __all__ = [
     "NodeState",
     "NodeStatus",
     "Progress",
-    "new_cluster_id",
 ]
 
 Progress = Callable[[str], None]

@@ -8,10 +8,8 @@ first, and replaces it atomically.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import fcntl
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -48,19 +46,6 @@ class LabState(BaseModel):
             if "kafka_version" not in config and "kafka_version" in data:
                 data = {**data, "config": {**config, "kafka_version": data["kafka_version"]}}
         return data
-
-
-def new_cluster_id() -> str:
-    """A Kafka cluster id (base64url of a random UUID, as ``kafka-storage random-uuid``).
-
-    Generated here rather than by running ``StorageTool random-uuid`` to save one JVM
-    start (~1-2 s on a 2-core box). Kafka's own generator avoids ids starting with ``-``
-    (they look like command-line flags); so does this one.
-    """
-    while True:
-        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        if not text.startswith("-"):
-            return text
 
 
 class StateFile:
