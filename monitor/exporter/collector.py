@@ -414,8 +414,12 @@ class ReplicationCollector:
     ) -> list[_Family]:
         keys = sorted(set(replicas) | set(snap.brokers))
         up = _Family("broker_up", "1 if the broker answered the collector.")
-        for (c, broker), bv in sorted(snap.brokers.items()):
-            up.add(_labels(cluster=c, broker=broker), 1 if bv.alive else 0)
+        # Every broker the job knows: one holding replicas and never found silent (the job
+        # learns of a silent broker from its stale_telemetry) answered -- found by the
+        # stranger's test: a cluster where no broker had ever been silent had no series.
+        for c, broker in keys:
+            bv = snap.brokers.get((c, broker))
+            up.add(_labels(cluster=c, broker=broker), 1 if bv is None or bv.alive else 0)
         out = [up]
         for name, doc, counts in (
             ("broker_leader_partitions", "Partitions the broker leads.", leaders),

@@ -13,6 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from monitor.contract.state import OpenFinding, PartitionView, ReplicaRow
 from monitor.exporter import ReplicationCollector, Snapshot
+from monitor.exporter.driver import apply_global_conditions
 from monitor.model import Finding, FindingKind, FindingState, Severity
 
 NOW_S = 1_800_000_000.0
@@ -179,6 +180,21 @@ def test_staleness_is_rolled_up_per_broker_and_topic() -> None:
         if lbl["kind"] == "stale_telemetry"
     }
     assert topics == {"a": 5.0, "b": 1.0}
+
+
+def test_every_broker_with_replicas_has_broker_up() -> None:
+    """``broker_up`` for each broker holding replicas: 1 while it has never been silent
+    (the job hears of a silent broker only from its ``stale_telemetry``), 0 while that is
+    open -- found by the stranger's test: with no broker ever silent there was no series,
+    and the dashboards' and the offline alert's "brokers up" read nothing."""
+    snap = _snap(_view("a", 0))
+    silent = {"cluster": "lab", "kind": "stale_telemetry", "severity": "warning", "at": 5,
+              "opened_at": 5, "state": "open", "topic": None, "partition": None, "broker": 3,
+              "details": {"alive": False}}  # fmt: skip
+    apply_global_conditions(snap, [Finding.from_dict(silent)])
+    fams = Scraper(snap, max_partitions=10).scrape()
+    up = {lbl["broker"]: v for lbl, v in fams["kafka_replication_broker_up"]}
+    assert up == {"1": 1.0, "2": 1.0, "3": 0.0}
 
 
 def test_the_series_of_a_storm_are_bounded() -> None:
