@@ -263,27 +263,10 @@ class Runner:
                 text = answer.read().decode()
         except OSError:
             return False
-        values: dict[str, float] = {}
-        for row in text.splitlines():
-            name, _, rest = row.partition("{") if "{" in row else row.partition(" ")
-            if row.startswith("#") or not rest:
-                continue
-            with contextlib.suppress(ValueError):
-                values[name] = values.get(name, 0.0) + float(row.rsplit(" ", 1)[1])
-        if not values.get("kafka_replication_partitions"):
+        line = first_view(text)
+        if line is None:
             return False
-        partitions = int(values["kafka_replication_partitions"])
-        unsampled = int(values.get("kafka_replication_partitions_without_replica_samples", 0))
-        brokers = int(values.get("kafka_replication_broker_up", 0))
-        sampled = (
-            "every one with its replicas' log ends sampled"
-            if unsampled == 0
-            else f"{unsampled} without a replica sample yet (JMX: collect --check)"
-        )
-        self.say(
-            f"monitor run: the job tracks {partitions} partition(s), {sampled}; "
-            f"{brokers} broker(s) answering"
-        )
+        self.say(line)
         return True
 
     def _shutdown(self) -> None:
@@ -296,3 +279,57 @@ class Runner:
             child.stop()
         if self.kafka is not None:
             self.kafka.stop()
+
+
+def first_view(page: str) -> str | None:
+    """The line ``monitor run`` says once the job's ``/metrics`` (``page``) shows a batch:
+    the partitions it tracks, how many no exporter sample has reached, and the brokers it
+    knows with how many of them answer the collector (``broker_up``). ``None`` while the
+    job tracks nothing yet.
+
+    >>> page = "\\n".join([
+    ...     'kafka_replication_partitions{cluster="c"} 6.0',
+    ...     'kafka_replication_partitions_without_replica_samples{cluster="c"} 2.0',
+    ...     'kafka_replication_broker_up{cluster="c",broker="1"} 1.0',
+    ...     'kafka_replication_broker_up{cluster="c",broker="2"} 0.0',
+    ... ])
+    >>> for part in first_view(page).split(", "):
+    ...     print(part)
+    monitor run: the job tracks 6 partition(s)
+    2 without a replica sample yet (JMX: collect --check); 2 broker(s)
+    1 answering the collector
+    >>> first_view("kafka_replication_partitions 0.0") is None
+    True
+    """
+    values: dict[str, float] = {}
+    brokers = 0
+    for row in page.splitlines():
+        if row.startswith("#") or " " not in row:
+            continue
+        series, _, value = row.rpartition(" ")
+        try:
+            number = float(value)
+        except ValueError:
+            continue
+        name = series.partition("{")[0]
+        brokers += name == "kafka_replication_broker_up"
+        values[name] = values.get(name, 0.0) + number
+    partitions = int(values.get("kafka_replication_partitions", 0))
+    if not partitions:
+        return None
+    unsampled = int(values.get("kafka_replication_partitions_without_replica_samples", 0))
+    answering = int(values.get("kafka_replication_broker_up", 0))
+    sampled = (
+        "every one with its replicas' log ends sampled"
+        if unsampled == 0
+        else f"{unsampled} without a replica sample yet (JMX: collect --check)"
+    )
+    heard = (
+        "every one answering the collector"
+        if answering == brokers
+        else (f"{answering} answering the collector")
+    )
+    return (
+        f"monitor run: the job tracks {partitions} partition(s), {sampled}; "
+        f"{brokers} broker(s), {heard}"
+    )
