@@ -30,6 +30,7 @@ from types import FrameType
 from typing import Any
 
 from kafka.errors import KafkaError
+from prometheus_client.parser import text_string_to_metric_families
 
 from monitor.connection import KafkaConnection
 from monitor.contract.topics import Role
@@ -263,7 +264,10 @@ class Runner:
                 text = answer.read().decode()
         except OSError:
             return False
-        line = first_view(text)
+        try:
+            line = first_view(text)
+        except ValueError:  # a page cut short: the next look reads it again
+            return False
         if line is None:
             return False
         self.say(line)
@@ -303,17 +307,10 @@ def first_view(page: str) -> str | None:
     """
     values: dict[str, float] = {}
     brokers = 0
-    for row in page.splitlines():
-        if row.startswith("#") or " " not in row:
-            continue
-        series, _, value = row.rpartition(" ")
-        try:
-            number = float(value)
-        except ValueError:
-            continue
-        name = series.partition("{")[0]
-        brokers += name == "kafka_replication_broker_up"
-        values[name] = values.get(name, 0.0) + number
+    for family in text_string_to_metric_families(page):
+        for sample in family.samples:
+            values[sample.name] = values.get(sample.name, 0.0) + sample.value
+            brokers += sample.name == "kafka_replication_broker_up"
     partitions = int(values.get("kafka_replication_partitions", 0))
     if not partitions:
         return None
@@ -324,12 +321,8 @@ def first_view(page: str) -> str | None:
         if unsampled == 0
         else f"{unsampled} without a replica sample yet (JMX: collect --check)"
     )
-    heard = (
-        "every one answering the collector"
-        if answering == brokers
-        else (f"{answering} answering the collector")
-    )
+    heard = "every one" if answering == brokers else str(answering)
     return (
         f"monitor run: the job tracks {partitions} partition(s), {sampled}; "
-        f"{brokers} broker(s), {heard}"
+        f"{brokers} broker(s), {heard} answering the collector"
     )

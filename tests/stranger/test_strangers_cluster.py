@@ -40,6 +40,7 @@ from pathlib import Path
 import pytest
 
 from monitor import jars
+from monitor.collector.jmx import fetch
 from monitor.run.local_kafka import new_cluster_id
 from tests import background
 from tests.stranger.install import FOLDER, install, readme_block, stranger_env
@@ -120,8 +121,8 @@ class StrangersCluster:
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             ))  # fmt: skip
         for n, f in zip(self.nodes, formats, strict=True):
-            out, _ = f.communicate(timeout=180)
-            assert f.returncode == 0, f"formatting node {n.node}'s storage failed: {out[-2000:]}"
+            said, _ = f.communicate(timeout=180)
+            assert f.returncode == 0, f"formatting node {n.node}'s storage failed: {said[-2000:]}"
         for n in self.nodes:
             with (n.folder / "stdout.log").open("wb") as out:
                 n.proc = subprocess.Popen(
@@ -176,8 +177,7 @@ class StrangersCluster:
         def read(n: Node) -> None:
             for _ in range(times):
                 began = time.monotonic()
-                with urllib.request.urlopen(n.jmx_url, timeout=60) as page:
-                    page.read()
+                fetch(n.jmx_url, 60.0)
                 taken[n.node].append(round(time.monotonic() - began, 2))
 
         threads = [threading.Thread(target=read, args=(n,)) for n in self.nodes]
