@@ -27,7 +27,8 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from math import inf
+from typing import Any, TypeVar
 
 from kafka import KafkaAdminClient, KafkaProducer
 from kafka.errors import KafkaError
@@ -122,6 +123,16 @@ def next_round_at(due: float, started: float, now: float, interval: float, page_
 
 #: A round waits this much past its pages' deadlines for their threads to hand them over.
 _PAGE_SLACK_S = 0.25
+
+_T = TypeVar("_T")
+
+
+def _stamped(finished: dict[int, float], broker: int, read: Callable[[], _T]) -> _T:
+    """``read()``, with the time it ended (returned or raised) in ``finished[broker]``."""
+    try:
+        return read()
+    finally:
+        finished[broker] = time.monotonic()
 
 
 class PageReaders:
@@ -506,8 +517,12 @@ class Collector:
         t_jmx = self._clock()
         urls = sorted(cfg.jmx_urls.items())
         deadlines = {b: cfg.page_deadline(self._page_times.get(b, ())) for b, _ in urls}
+        finished: dict[int, float] = {}  # broker -> when its page read ended (monotonic)
         scrapes = [
-            self._pool.submit(partial(self._scrape, b, u, t_jmx, deadlines[b])) for b, u in urls
+            self._pool.submit(
+                partial(_stamped, finished, b, partial(self._scrape, b, u, t_jmx, deadlines[b]))
+            )
+            for b, u in urls
         ]
         reads = Reads()
         # The running moves are read on both sides of the metadata (found by the soak: a
@@ -577,9 +592,14 @@ class Collector:
         until = started + max(deadlines.values(), default=0.0) + _PAGE_SLACK_S
         if cfg.round_timeout_s is not None:
             until = min(until, started + cfg.round_timeout_s)
-        in_time = self._wait_pages(scrapes, until)
+        self._wait_pages(scrapes, until)
+        # A page is in time by when its read ended, not by when the round looks: the Admin
+        # requests above may end past ``until`` (a paused broker's, timed out) -- found by
+        # CI, every page of such a round was thrown away, the healthy brokers' included, and
+        # each of them reported silent.
         for broker, fut in zip(sorted(cfg.jmx_urls), scrapes, strict=True):
-            scrape, err = self._scraped(broker, fut, fut in in_time, deadlines[broker])
+            in_time = finished.get(broker, inf) <= until
+            scrape, err = self._scraped(broker, fut, in_time, deadlines[broker])
             self.health.broker_up.labels(str(broker)).set(1 if scrape else 0)
             self.health.page_deadline.labels(str(broker)).set(deadlines[broker])
             if scrape is not None:
@@ -643,15 +663,14 @@ class Collector:
         self.health.last.set(time.time())
         return res
 
-    def _wait_pages(self, scrapes: list[Future[Any]], until: float) -> set[Future[Any]]:
-        """The pages in by ``until`` (monotonic), or by a stop asked for meanwhile."""
+    def _wait_pages(self, scrapes: list[Future[Any]], until: float) -> None:
+        """Until every page is in, ``until`` (monotonic) passes, or a stop is asked for."""
         pending = set(scrapes)
         while pending and not self._stop.is_set():
             left = until - time.monotonic()
             if left <= 0:
                 break
             _, pending = wait(pending, timeout=min(left, 0.2), return_when=FIRST_COMPLETED)
-        return set(scrapes) - pending
 
     def _say_if_slow(self, res: RoundResult) -> None:
         """A round longer than ``interval_s`` (pages slower than the interval): the next
