@@ -123,7 +123,10 @@ def check_report(report: dict[str, Any]) -> None:
     for name in ("stream", "collector"):
         incs = report["rss"][name]["incarnations"]
         assert len(incs) >= 2, (name, incs)  # each was killed and restarted once
-        assert all(i["min_mb"] > 10 for i in incs), incs
+        # Every sample is of a live process (a killed group's zombies are not counted); one
+        # taken just after a restart reads the bare interpreter (9.8 MB in one CI run), so
+        # the floor is on what each incarnation reached once running.
+        assert all(i["min_mb"] > 0 and i["max_mb"] > 30 for i in incs), incs
     assert max(i["max_mb"] for i in report["rss"]["stream"]["incarnations"]) > 200
     # The collector's first run spans the stack's start, the quiet window and the lab
     # fault until its own kill: its RSS is judged from the quiet window's start (a
