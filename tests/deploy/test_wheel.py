@@ -3,10 +3,12 @@ repository, it runs on its own -- assets from package data, no path into a sourc
 
 One venv for the module: first the base install (the missing ``spark`` and ``dashboards``
 extras are one line naming them; ``dashboards push`` runs; nothing replaces ``urllib3``),
-then the ``dashboards`` extra, then the ``spark`` extra and ``monitor stream`` end to end on
-the real lab (zstd-compressed events in, findings out, the store read by ``monitor
-status``). The dependency versions are the lock's (``-c requirements.lock``), as a careful
-install would pin them; the pip cache keeps the second install of a run quick.
+then the ``dashboards`` extra. The dependency versions are the lock's (``-c
+requirements.lock``), as a careful install would pin them; the pip cache keeps the second
+install of a run quick. No JVM starts here (the light lane runs it): the ``spark`` extra
+installed as the README says, its ``monitor run`` end to end on a real cluster -- the
+collector's zstd events read by the installed job, findings on its ``/metrics`` and in the
+store read by ``monitor status`` -- is tests/stranger/test_strangers_cluster.py.
 """
 
 from __future__ import annotations
@@ -19,13 +21,8 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-
-from tests.streaming.kafka_io import read_all
-
-pytestmark = [pytest.mark.lab, pytest.mark.spark]
 
 REPO = Path(__file__).resolve().parents[2]
 #: What the wheel is built from: the package sources and the files pyproject.toml names.
@@ -249,81 +246,3 @@ def test_the_dashboards_extra_generates_the_committed_json(venv: Venv, wheel: Pa
     assert sorted(p.name for p in out.glob("*.json")) == [p.name for p in committed]
     for p in committed:
         assert json.loads((out / p.name).read_text()) == json.loads(p.read_text())
-
-
-def produce_zstd(bootstrap: str, topic: str, records: list[bytes]) -> int:
-    """``records`` produced as the collector's producer may: keyed by partition, batches
-    compressed with zstd (kafka-python's codec, the base install's ``zstandard``)."""
-    from kafka import KafkaProducer
-
-    from tests.streaming.kafka_io import _key
-
-    producer = KafkaProducer(
-        bootstrap_servers=bootstrap, acks="all", linger_ms=20, compression_type="zstd"
-    )
-    try:
-        for raw in records:
-            producer.send(topic, value=raw, key=_key(raw))
-        producer.flush(60)
-    finally:
-        producer.close()
-    return len(records)
-
-
-def batch_codecs(segment: Path) -> list[int]:
-    """The compression codec of each record batch of a log segment (Kafka's v2 batch
-    header: base offset 8 bytes, length 4, leader epoch 4, magic 1, crc 4, attributes 2,
-    whose three low bits name the codec: 0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd)."""
-    data, at, codecs = segment.read_bytes(), 0, []
-    while at + 23 <= len(data):
-        length = int.from_bytes(data[at + 8 : at + 12], "big")
-        if length == 0:
-            break
-        assert data[at + 16] == 2, f"{segment}: batch at byte {at} is not magic 2"
-        codecs.append(int.from_bytes(data[at + 21 : at + 23], "big") & 0x7)
-        at += 12 + length
-    return codecs
-
-
-def test_stream_from_the_wheel_end_to_end_on_the_lab(
-    venv: Venv, wheel: Path, kafka_lab: Any, topics: dict[str, str]
-) -> None:
-    """With the spark extra, the installed ``monitor stream`` reads events from the lab,
-    writes the findings topic and the store; the installed ``status`` reads the store."""
-    venv.pip_install(f"{wheel}[spark]")
-    scenario = REPO / "tests" / "data" / "unclean_election.jsonl"
-    records = [ln for ln in scenario.read_bytes().splitlines() if ln.strip()]
-    produced = produce_zstd(kafka_lab.bootstrap_servers, topics["events"], records)
-    # On the brokers' disks, every batch of the events topic is zstd: what Spark's Kafka
-    # source (kafka-clients with pyspark's zstd-jni) reads below.
-    segments = [
-        seg
-        for node in kafka_lab.node_ids
-        for seg in kafka_lab.config.data_dir(node).glob(f"{topics['events']}-*/*.log")
-    ]
-    codecs = [c for seg in segments for c in batch_codecs(seg)]
-    assert segments and codecs and set(codecs) == {4}, codecs
-    store = venv.work / "store"
-    venv.ok(
-        "monitor", "stream", "--once",
-        "--bootstrap", kafka_lab.bootstrap_servers,
-        "--events-topic", topics["events"],
-        "--findings-topic", topics["findings"],
-        "--deadletter-topic", topics["deadletter"],
-        "--checkpoint", str(venv.work / "checkpoint"),
-        "--store", str(store),
-        "--trigger-seconds", "0.5",
-        timeout=900,
-    )  # fmt: skip
-    assert produced == len(records)
-    found = [json.loads(r.value) for r in read_all(kafka_lab.bootstrap_servers, topics["findings"])]
-    expected = [
-        json.loads(ln) for ln in venv.ok("monitor", "replay", str(scenario), "--json").splitlines()
-    ]
-    loss = [f["details"] for f in found if f["kind"] == "committed_data_loss"]
-    assert loss == [f["details"] for f in expected if f["kind"] == "committed_data_loss"]
-    assert loss[0]["lost_count"] == 4000
-    assert not read_all(kafka_lab.bootstrap_servers, topics["deadletter"])
-    status = venv.run("monitor", "status", "--store", str(store), "--json")
-    assert status.returncode == 2, status.stdout + status.stderr
-    assert json.loads(status.stdout)["status"] == "CRITICAL"

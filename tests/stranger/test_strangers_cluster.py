@@ -273,6 +273,21 @@ def _ours(home: Path) -> list[int]:
     return found
 
 
+def batch_codecs(segment: Path) -> list[int]:
+    """The compression codec of each record batch of a log segment (Kafka's v2 batch
+    header: base offset 8 bytes, length 4, leader epoch 4, magic 1, crc 4, attributes 2,
+    whose three low bits name the codec: 0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd)."""
+    data, at, codecs = segment.read_bytes(), 0, []
+    while at + 23 <= len(data):
+        length = int.from_bytes(data[at + 8 : at + 12], "big")
+        if length == 0:
+            break
+        assert data[at + 16] == 2, f"{segment}: batch at byte {at} is not magic 2"
+        codecs.append(int.from_bytes(data[at + 21 : at + 23], "big") & 0x7)
+        at += 12 + length
+    return codecs
+
+
 def test_a_stranger_reaches_a_first_finding_with_the_readme_alone(
     cluster: StrangersCluster, tmp_path: Path
 ) -> None:
@@ -384,6 +399,12 @@ def test_a_stranger_reaches_a_first_finding_with_the_readme_alone(
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
     assert left == [], f"monitor run left processes behind: {left}"
+    # What the collector wrote, on the local Kafka's disk: zstd batches (its default), which
+    # the installed job's Kafka source read (the zstd-jni pyspark brings).
+    data = home / ".local" / "state" / "kafka-replication-monitor" / "kafka" / "data"
+    segments = sorted(data.glob("__replication_monitor_events-*/*.log"))
+    codecs = {c for seg in segments for c in batch_codecs(seg)}
+    assert segments and codecs == {4}, (segments, codecs)
     text = out_path.read_text(errors="replace")
     assert re.search(r"^\d\d:\d\d:\d\d\s+!\s+warning\s+\w+\s+open\s+\S*orders", text, re.M), text[
         -3000:
