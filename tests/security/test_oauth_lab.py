@@ -35,6 +35,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -229,7 +230,11 @@ class RefreshRun:
 
 
 @pytest.fixture(scope="module")
-def refresh(olab: OAuthLab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RefreshRun]:
+def refresh(
+    olab: OAuthLab,
+    tmp_path_factory: pytest.TempPathFactory,
+    probes: dict[str, Future[ProbeRun]],  # started first: their waits overlap this one's
+) -> Iterator[RefreshRun]:
     tmp = tmp_path_factory.mktemp("oauth-refresh")
     f = olab.files
     rewritten, stale = tmp / "rewritten.token", tmp / "stale.token"
@@ -499,17 +504,23 @@ def _client_file(tmp: Path, name: str, options: dict[str, str]) -> Path:
     return path
 
 
-def test_spark_kafka_client_reads_a_token_file_once_and_asks_an_endpoint_again(
-    olab: OAuthLab, probe_classes: Path, tmp_path: Path
-) -> None:
-    """kafka-clients 3.9.2 (Spark's Kafka source) with the rendered options: both log in;
-    the endpoint client's sessions outlive its first token, the file client's do not -- its
-    login reads the file once (FileTokenRetriever.init): the rewritten token is never read.
-    This is why docs/deploy.md gives the job the endpoint with this client."""
-    client = [p for p in jars.spark_kafka_jars() if p.name.startswith("kafka-clients-")]
-    assert [p.name for p in client] == ["kafka-clients-3.9.2.jar"], client
+@dataclass
+class ProbeRun:
+    """What one Java client did through its first token's expiry."""
+
+    probe: Probe
+    first_exp: float
+    #: Tokens the identity provider issued (the endpoint client's run), else 0.
+    issued: int = 0
+    #: The client's answer before the JVM allowed the token file's URL (Kafka 4), else "".
+    refused: str = ""
+
+
+def _spark_client_run(olab: OAuthLab, classes: Path, tmp: Path) -> ProbeRun:
+    """kafka-clients 3.9.2 with a token file and an endpoint client, through the expiry of
+    the file's first token (a sidecar writes a new one after the first call)."""
     f = olab.files
-    token_file = tmp_path / "job.token"
+    token_file = tmp / "job.token"
     # Characters HTTP Basic's id:secret needs form-encoded (sasl.oauthbearer.header.urlencode).
     secret = "idp-secret-%41+:" + secrets.token_hex(8)
     with token_endpoint(lambda s: olab.token(s), "monitor", secret, lifetime_s=SHORT_S) as idp:
@@ -521,10 +532,10 @@ def test_spark_kafka_client_reads_a_token_file_once_and_asks_an_endpoint_again(
         security.write_token(f, olab.token(3600), token_file)
         file_client = olab.connection(sasl_oauth_token_file=token_file)
         clients = {
-            "file": _client_file(tmp_path, "file", file_client.java_options(prefix="")),
-            "endpoint": _client_file(tmp_path, "endpoint", endpoint_client.java_options(prefix="")),
+            "file": _client_file(tmp, "file", file_client.java_options(prefix="")),
+            "endpoint": _client_file(tmp, "endpoint", endpoint_client.java_options(prefix="")),
         }
-        probe = Probe(probe_classes, spark_client_classpath(), clients, tmp_path / "probe.log")
+        probe = Probe(classes, spark_client_classpath(), clients, tmp / "probe.log")
         probe.expect(lambda line: line == "ready")
         first = olab.token(SHORT_S)
         first_exp = security.token_expiry(first)
@@ -534,31 +545,22 @@ def test_spark_kafka_client_reads_a_token_file_once_and_asks_an_endpoint_again(
         probe.expect(lambda line: line.startswith("file ok"))
         security.write_token(f, olab.token(3600), token_file)  # a sidecar's new token
         probe.finish(SHORT_S + 60)
-    endpoint, file = probe.results("endpoint"), probe.results("file")
-    assert endpoint and all(error is None for _, error in endpoint), probe.seen[-30:]
-    assert endpoint[-1][0] > first_exp + 8 and len(idp.issued) >= 2
-    assert file[0][1] is None
-    after = [error for at, error in file if at > first_exp + 3]
-    assert after and all(error is not None and "invalid_token" in error for error in after), file
+        return ProbeRun(probe, first_exp, issued=len(idp.issued))
 
 
-def test_kafka_4_client_needs_the_file_allowed_and_reads_it_again(
-    olab: OAuthLab, probe_classes: Path, tmp_path: Path
-) -> None:
-    """kafka-clients 4.4: no OAuth URL unless the JVM allows it
-    (``java_system_properties``); then a rewritten token file is read again, and the
-    client's sessions outlive its first token."""
+def _kafka_4_client_run(olab: OAuthLab, classes: Path, tmp: Path) -> ProbeRun:
+    """kafka-clients 4.4 with a token file: tried before its URL is allowed, then through the
+    expiry of its first token (rewritten after the first call)."""
     f = olab.files
-    token_file = tmp_path / "job.token"
+    token_file = tmp / "job.token"
     security.write_token(f, olab.token(3600), token_file)
     k = olab.connection(sasl_oauth_token_file=token_file)
-    clients = {"file": _client_file(tmp_path, "file", k.java_options(prefix=""))}
+    clients = {"file": _client_file(tmp, "file", k.java_options(prefix=""))}
     classpath = ":".join(map(str, jars.kafka_jars(jars.KAFKA_VERSION)))
-    probe = Probe(probe_classes, classpath, clients, tmp_path / "probe.log")
+    probe = Probe(classes, classpath, clients, tmp / "probe.log")
     probe.expect(lambda line: line == "ready")
     probe.send("try file")
     refused = probe.expect(lambda line: line.startswith(("refused", "created")))
-    assert refused.startswith("refused file ") and ALLOWED_URLS_PROPERTY in refused, refused
     url = k.java_system_properties()[ALLOWED_URLS_PROPERTY]
     probe.send(f"allow {url}")
     probe.expect(lambda line: line == "allowed")
@@ -570,9 +572,59 @@ def test_kafka_4_client_needs_the_file_allowed_and_reads_it_again(
     probe.expect(lambda line: line.startswith("file ok"))
     security.write_token(f, olab.token(3600), token_file)
     probe.finish(SHORT_S + 60)
-    file = probe.results("file")
-    assert file and all(error is None for _, error in file), probe.seen[-30:]
-    assert file[-1][0] > first_exp + 8
+    return ProbeRun(probe, first_exp, refused=refused)
+
+
+@pytest.fixture(scope="module")
+def probes(
+    olab: OAuthLab, probe_classes: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Future[ProbeRun]]]:
+    """Both Java clients' runs, started together in threads: each waits out a short token's
+    life (~40 s), so they overlap each other and the collectors' refresh run (which asks for
+    this fixture first) instead of following one another."""
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        yield {
+            "spark": pool.submit(
+                _spark_client_run, olab, probe_classes, tmp_path_factory.mktemp("probe-spark")
+            ),
+            "kafka4": pool.submit(
+                _kafka_4_client_run, olab, probe_classes, tmp_path_factory.mktemp("probe-kafka4")
+            ),
+        }
+
+
+def test_spark_kafka_client_reads_a_token_file_once_and_asks_an_endpoint_again(
+    probes: dict[str, Future[ProbeRun]],
+) -> None:
+    """kafka-clients 3.9.2 (Spark's Kafka source) with the rendered options: both log in;
+    the endpoint client's sessions outlive its first token, the file client's do not -- its
+    login reads the file once (FileTokenRetriever.init): the rewritten token is never read.
+    This is why docs/deploy.md gives the job the endpoint with this client."""
+    client = [p for p in jars.spark_kafka_jars() if p.name.startswith("kafka-clients-")]
+    assert [p.name for p in client] == ["kafka-clients-3.9.2.jar"], client
+    run = probes["spark"].result(timeout=300)
+    probe, first_exp = run.probe, run.first_exp
+    endpoint, file = probe.results("endpoint"), probe.results("file")
+    assert endpoint and all(error is None for _, error in endpoint), probe.seen[-30:]
+    assert endpoint[-1][0] > first_exp + 8 and run.issued >= 2
+    assert file[0][1] is None
+    after = [error for at, error in file if at > first_exp + 3]
+    assert after and all(error is not None and "invalid_token" in error for error in after), file
+
+
+def test_kafka_4_client_needs_the_file_allowed_and_reads_it_again(
+    probes: dict[str, Future[ProbeRun]],
+) -> None:
+    """kafka-clients 4.4: no OAuth URL unless the JVM allows it
+    (``java_system_properties``); then a rewritten token file is read again, and the
+    client's sessions outlive its first token."""
+    run = probes["kafka4"].result(timeout=300)
+    assert run.refused.startswith("refused file ") and ALLOWED_URLS_PROPERTY in run.refused, (
+        run.refused
+    )
+    file = run.probe.results("file")
+    assert file and all(error is None for _, error in file), run.probe.seen[-30:]
+    assert file[-1][0] > run.first_exp + 8
 
 
 # --- the Spark job --------------------------------------------------------------------------------
