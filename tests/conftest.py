@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, settings
 from monitor.dev.lab.cluster import Lab
 from monitor.dev.lab.config import LabConfig
 from monitor.dev.lab.ports import ephemeral_range, reserve_base_port
-from tests import background
+from tests import background, released
 from tests.dev.lab.helpers import heal, run_lab
 
 #: Fixtures shared by the packages' tests: the real Prometheus/Alertmanager binaries, the
@@ -57,9 +57,37 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             if mark and item.get_closest_marker(mark) is None:
                 item.add_marker(mark)
     # The tests of a background job (tests/background.py) last: its build has had the whole
-    # run to finish before they wait on it.
+    # run to finish before they wait on it. Before them, the files using the session lab or
+    # the Spark driver first, so that both stop early (tests/released.py).
     late = tuple(job.tests for job in background.JOBS.values())
-    items.sort(key=lambda item: item.nodeid.startswith(late))
+    users = {_file(i) for i in items if set(released.RELEASED) & set(_fixtures(i))}
+    items.sort(key=lambda item: (item.nodeid.startswith(late), _file(item) not in users))
+    _LAST_USE.clear()
+    for name in released.RELEASED:
+        last = [i.nodeid for i in items if name in _fixtures(i)]
+        if last:
+            _LAST_USE.setdefault(last[-1], []).append(name)
+
+
+def _file(item: pytest.Item) -> str:
+    return item.nodeid.split("::", 1)[0]
+
+
+def _fixtures(item: pytest.Item) -> tuple[str, ...]:
+    return tuple(getattr(item, "fixturenames", ()))
+
+
+#: nodeid -> the session fixtures (tests/released.py) whose last user in this run it is.
+_LAST_USE: dict[str, list[str]] = {}
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    try:
+        return (yield)
+    finally:
+        for name in _LAST_USE.get(item.nodeid, ()):
+            released.release(name)
 
 
 #: Wall time of the version matrix (tests/collector/test_collector_lab.py), by cluster id:
@@ -147,7 +175,9 @@ def lab_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     # A locked, free port block: another test session on this machine gets the next one.
     with reserve_base_port(TEST_BASE_PORT, tries=1 if PINNED else 20) as base_port:
         # Remote JMX open: the exporter profile tests run standalone exporters beside it.
-        yield from run_lab(LabConfig(dir=lab_dir, base_port=base_port, jmx_remote=True))
+        for lab in run_lab(LabConfig(dir=lab_dir, base_port=base_port, jmx_remote=True)):
+            released.on_release("lab_session", lab.down)  # (run_lab's down again: a no-op)
+            yield lab
 
 
 @pytest.fixture

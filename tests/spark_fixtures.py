@@ -16,8 +16,10 @@ import pytest
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     from streaming.session import build_session, kafka_jars
+    from tests import released
 
     session = build_session(master="local[2]", shuffle_partitions=2, jars=kafka_jars())
+    released.on_release("spark", session.stop)  # stopped after its last user
     try:
         yield session
     finally:

@@ -70,11 +70,13 @@ default_only = pytest.mark.parametrize("cluster", [DEFAULT], indirect=True)
 
 @pytest.fixture(scope="module")
 def cluster(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    lab_session: Lab,  # named, not looked up: conftest.py releases it after its last user
 ) -> Iterator[tuple[Lab, str]]:
     which, mode = request.param
     if which == "default":
-        yield request.getfixturevalue("lab_session"), mode
+        yield lab_session, mode
         return
     version, metadata = next((v, m) for v, m in VERSION_LABS if f"{v}-{m}" == which)
     lab_dir = tmp_path_factory.mktemp(f"kafka-lab-{which}")

@@ -10,8 +10,10 @@ its own environment.
 
 The Helm chart's command lines run in it too (the ``lab`` mark: the suite's heavy lane): the
 collector Deployment's container and the SparkApplication's driver as ``helm template``
-renders them, against the session's lab (the watched cluster) and a one-broker lab of the
-monitor's own, to a finding of a stalled follower.
+renders them, against a 3-broker lab of the test's own (the watched cluster) and a
+one-broker lab of the monitor's own, to a finding of a stalled follower. (Not the session's
+lab: this test runs near the end, after the image's build, and the session's lab is
+stopped after its last user -- tests/released.py.)
 
 Needs root, buildah and debootstrap (scripts/bootstrap.sh installs them), Debian's mirror,
 PyPI and Maven Central; without them it fails. ``MONITOR_IMAGE_TEST=0`` leaves it out
@@ -285,7 +287,7 @@ LOCAL_MASTER = "local[2]"
 
 
 def chart_values(watched: Lab, monitor_bootstrap: str, ports: dict[str, int]) -> dict[str, Any]:
-    """The chart's values for the labs: the session's lab watched, the monitor's topics on a
+    """The chart's values for the labs: the test's lab watched, the monitor's topics on a
     one-broker lab of their own; the model's thresholds as the demo sets them for the lab's
     fast faults (monitor/dev/demo/monitor_stack.py); every partition's series on the job's
     /metrics (per_partition all: the healthy ISR is seen before the fault)."""
@@ -559,6 +561,17 @@ def wait_for(
             pytest.fail(f"{what}: {why}\n{seen()}\n{logs}", pytrace=False)
         time.sleep(1)
     return time.monotonic() - started
+
+
+@pytest.fixture
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    """The watched cluster: three brokers of this test's own (over the session's ``lab``)."""
+    from monitor.dev.lab.config import LabConfig
+    from monitor.dev.lab.ports import reserve_base_port
+    from tests.dev.lab.helpers import run_lab
+
+    with reserve_base_port(29092, tries=20) as port:
+        yield from run_lab(LabConfig(dir=tmp_path_factory.mktemp("watched-lab"), base_port=port))
 
 
 @pytest.fixture
