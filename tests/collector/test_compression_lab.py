@@ -1,6 +1,6 @@
 """The collector's published batches are compressed with its codec (``events_compression``),
 as the brokers store them: the record batches' attributes read from the log segments on
-the lab's disks (:func:`tests.deploy.test_wheel.batch_codecs`), and the records read back
+the lab's disks (:func:`tests.streaming.kafka_io.batch_codecs`), and the records read back
 intact through a consumer."""
 
 from __future__ import annotations
@@ -16,8 +16,7 @@ from monitor.collector.build import event_key
 from monitor.contract.events import AnyEvent, dumps
 from monitor.dev.lab.admin import create_topic
 from monitor.dev.lab.cluster import Lab
-from tests.deploy.test_wheel import batch_codecs
-from tests.streaming.kafka_io import read_all
+from tests.streaming.kafka_io import batch_codecs, read_all
 
 pytestmark = pytest.mark.lab
 

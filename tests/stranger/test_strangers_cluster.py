@@ -44,6 +44,7 @@ from monitor.collector.jmx import fetch
 from monitor.run.local_kafka import new_cluster_id
 from tests import background
 from tests.stranger.install import FOLDER, install, readme_block, stranger_env
+from tests.streaming.kafka_io import batch_codecs
 
 pytestmark = [pytest.mark.lab, pytest.mark.timeout(2400)]
 
@@ -271,21 +272,6 @@ def _ours(home: Path) -> list[int]:
             if str(home).encode() in (proc / "cmdline").read_bytes():
                 found.append(int(proc.name))
     return found
-
-
-def batch_codecs(segment: Path) -> list[int]:
-    """The compression codec of each record batch of a log segment (Kafka's v2 batch
-    header: base offset 8 bytes, length 4, leader epoch 4, magic 1, crc 4, attributes 2,
-    whose three low bits name the codec: 0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd)."""
-    data, at, codecs = segment.read_bytes(), 0, []
-    while at + 23 <= len(data):
-        length = int.from_bytes(data[at + 8 : at + 12], "big")
-        if length == 0:
-            break
-        assert data[at + 16] == 2, f"{segment}: batch at byte {at} is not magic 2"
-        codecs.append(int.from_bytes(data[at + 21 : at + 23], "big") & 0x7)
-        at += 12 + length
-    return codecs
 
 
 def test_a_stranger_reaches_a_first_finding_with_the_readme_alone(

@@ -11,6 +11,7 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
@@ -150,3 +151,18 @@ def findings_across_restart(
             "in order, before its own"
         )
     return {**first, **second}, n
+
+
+def batch_codecs(segment: Path) -> list[int]:
+    """The compression codec of each record batch of a log segment (Kafka's v2 batch
+    header: base offset 8 bytes, length 4, leader epoch 4, magic 1, crc 4, attributes 2,
+    whose three low bits name the codec: 0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd)."""
+    data, at, codecs = segment.read_bytes(), 0, []
+    while at + 23 <= len(data):
+        length = int.from_bytes(data[at + 8 : at + 12], "big")
+        if length == 0:
+            break
+        assert data[at + 16] == 2, f"{segment}: batch at byte {at} is not magic 2"
+        codecs.append(int.from_bytes(data[at + 21 : at + 23], "big") & 0x7)
+        at += 12 + length
+    return codecs
