@@ -8,7 +8,9 @@ function's :class:`~monitor.contract.events.EventError`, with its reason. Two pa
   (:data:`streaming.schema.RULES`, the rules the Spark schema is derived from): every
   field's type, bounds, lengths and pattern checked in C, lists straight to tuples;
 * **exact**: anything the fast path refuses, or might read otherwise than pydantic, goes
-  to pydantic itself (``parse_event``), which accepts or gives the reason.
+  to pydantic itself (``parse_event``), which accepts or gives the reason -- a partition
+  record breaking one of Kafka's invariants too (:mod:`monitor.contract.invariants`: the
+  same function is the contract's validator).
 
 So the fast path may only ever accept a record pydantic accepts, with the same values.
 Where msgspec and pydantic (jiter) differ, the record never reaches the fast path's
@@ -45,6 +47,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from monitor.contract.events import EventError, parse_event, to_model
+from monitor.contract.invariants import partition_problem
 from monitor.model import BrokerReport, TopicConfigReport, TopicDeleted
 from monitor.model.events import ModelRecord, PartitionMeta, ReplicaReport, round_of
 from streaming.schema import RULES, FieldRule, Scalar
@@ -188,6 +191,11 @@ def read_record(raw: str | bytes) -> ModelRecord:
         if len(_MATCHED) >= MATCHED_MAX:
             _MATCHED.clear()
         _MATCHED.add((name, value))
+    if (
+        cls is _PARTITION
+        and partition_problem(d.leader, d.replicas, d.isr, d.eligible_leader_replicas) is not None
+    ):
+        return _exact(raw)  # pydantic's reason (the same function's)
     values = msgspec.structs.astuple(d)
     ev = MODEL_CLASSES[_KIND_OF[cls]](*values[: _N_FIELDS[cls]])
     if cls is not _PARTITION or not d.replica_samples:

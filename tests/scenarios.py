@@ -52,6 +52,21 @@ class Scenario:
         return DATA / f"{self.name}.jsonl"
 
 
+def accepted_lines(sc: Scenario) -> list[bytes]:
+    """The scenario file's lines, without those the contract refuses (a scenario may hold
+    records it must reject: :attr:`Scenario.rejects`), for tests that feed them onward."""
+    from monitor.contract.events import EventError, parse_event
+
+    out = []
+    for line in sc.path.read_bytes().splitlines():
+        try:
+            parse_event(line)
+        except EventError:
+            continue
+        out.append(line)
+    return out
+
+
 def run(sc: Scenario) -> list[Finding]:
     """The findings of ``monitor replay`` on the scenario's file; exactly the lines it names
     rejected (``Scenario.rejects``), for the reasons it names."""
@@ -619,6 +634,34 @@ def future_stamped_event() -> Timeline:
         tl.advance(5 * SECOND - 2)
         hw += 100 if len(isr) > 1 else 0
     tl.meta(leader=None, epoch=3, replicas=[1, 2, 3], isr=[1], hw=hw)
+    return tl
+
+
+def impossible_partition_records() -> Timeline:
+    """A 3-replica topic (min ISR 2) under load whose followers fall out of the ISR one by
+    one; among the collector's rounds, three partition records Kafka could never give (a
+    collector's bug): the ISR ``[1, 1]`` when it is ``[1]``, a leader outside the replicas,
+    a replica listed twice."""
+    tl = Timeline(topic="impossible")
+    tl.config(rf=3, min_isr=2)
+    hw = 1_000
+    isrs = [[1, 2, 3]] * 3 + [[1, 2]] * 2 + [[1]] * 3
+    leo = {1: hw, 2: hw, 3: hw}
+    for i, isr in enumerate(isrs):
+        for b in (1, 2, 3):
+            leo[b] = hw if b in isr else leo[b]  # out of the ISR: stopped fetching
+            tl.replica(b, leo=leo[b], hw=hw if b == 1 else None)
+        tl.advance(2)
+        if i == 1:
+            tl.meta(leader=4, epoch=2, replicas=[1, 2, 3], isr=isr, hw=hw)  # not a replica
+        elif i == 3:
+            tl.meta(leader=1, epoch=2, replicas=[1, 2, 2], isr=isr, hw=hw)  # 2 twice
+        elif i == 5:
+            tl.meta(leader=1, epoch=2, replicas=[1, 2, 3], isr=[1, 1], hw=hw)  # 1 twice
+        else:
+            tl.meta(leader=1, epoch=2, replicas=[1, 2, 3], isr=isr, hw=hw)
+        tl.advance(5 * SECOND - 2)
+        hw += 100 if len(isr) > 1 else 0
     return tl
 
 
@@ -1522,6 +1565,28 @@ SCENARIOS: list[Scenario] = [
         ],
         forbid=["stale_telemetry"],
         rejects={23: "ahead of the newest stamp of cluster lab"},
+    ),
+    Scenario(
+        "impossible_partition_records",
+        "A partition record Kafka could never give -- an ISR listing broker 1 twice, a "
+        "leader that is not a replica, a replica listed twice -- is a collector's bug, not "
+        "a state of the cluster: it is rejected with a reason naming the field and the "
+        "broker, and the rounds around it are judged as usual. (Before: accepted; the ISR "
+        "[1, 1] counted as two in-sync replicas, at_min_isr instead of under_min_isr -- a "
+        "missed page.)",
+        impossible_partition_records,
+        expect=[
+            "isr_shrink:event impossible/0 broker 3",
+            "isr_shrink:event impossible/0 broker 2",
+            "at_min_isr:open impossible/0",
+            "under_min_isr:open impossible/0",
+        ],
+        forbid=["leader_election", "stale_telemetry"],
+        rejects={
+            9: "leader: broker 4 is not one of the replicas [1, 2, 3]",
+            17: "replicas: broker 2 is listed twice ([1, 2, 2])",
+            25: "isr: broker 1 is listed twice ([1, 1])",
+        },
     ),
     Scenario(
         "topic_deleted",

@@ -21,8 +21,10 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+from pydantic_core import PydanticCustomError
 
+from monitor.contract.invariants import partition_problem
 from monitor.model.events import (
     BrokerReport,
     ModelRecord,
@@ -84,6 +86,10 @@ TopicId = Annotated[
         "deleted and recreated with the same name gets a new one.",
     ),
 ]
+
+
+#: The error type of a broken invariant (its message names the field: the reason as is).
+INVARIANT_ERROR = "kafka_invariant"
 
 
 class _Event(BaseModel):
@@ -155,6 +161,16 @@ class PartitionEvent(_Event):
         "stamped with the sample's observed_at (else the event's), applied before this "
         "metadata in the listed order. Absent: none in this record.",
     )
+
+    @model_validator(mode="after")
+    def _kafka_invariants(self) -> PartitionEvent:
+        """What Kafka guarantees of the fields together (:mod:`monitor.contract.invariants`)."""
+        problem = partition_problem(
+            self.leader, self.replicas, self.isr, self.eligible_leader_replicas
+        )
+        if problem is not None:
+            raise PydanticCustomError(INVARIANT_ERROR, problem)
+        return self
 
 
 class ReplicaEvent(_Event):
@@ -267,6 +283,9 @@ def _reason(err: ValidationError) -> str:
             where = "kind"
         elif e["type"] == "union_tag_not_found":
             where, msg = "kind", "field required"
+        elif e["type"] == INVARIANT_ERROR:
+            parts.append(msg)
+            continue
         elif e["type"] == "literal_error" and where == "schema_version":
             msg = f"unsupported schema_version {shown(e['input'])} (this reader knows 1)"
         parts.append(f"{where}: {msg}")

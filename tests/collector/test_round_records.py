@@ -455,6 +455,36 @@ def test_each_value_out_of_the_contract_is_judged_by_pydantic(field: int, bad: A
         _same(fast, slow)
 
 
+@pytest.mark.parametrize(
+    ("bad", "field"),
+    [
+        (PartitionMetadata("orders", 3, 1, 4, (1, 2, 3), (1, 1), (), None), "isr"),
+        (PartitionMetadata("orders", 3, 4, 4, (1, 2, 3), (1, 2), (), None), "leader"),
+        (PartitionMetadata("orders", 3, 1, 4, (1, 2, 2), (1, 2), (), None), "replicas"),
+        (PartitionMetadata("orders", 3, 1, 4, (1, 2, 3), (1,), (), (9,)),
+         "eligible_leader_replicas"),
+    ],
+)  # fmt: skip
+def test_metadata_kafka_could_never_give_is_dropped_by_its_field(
+    bad: PartitionMetadata, field: str
+) -> None:
+    """Issue 50: an ISR listing a broker twice (counted as two in-sync replicas: a missed
+    page), a leader or an ELR outside the replicas, a replica twice -- a broken metadata
+    read, never a cluster's state: left out and counted by the field on both paths, its
+    samples sent as replica events; the other partitions' records as before."""
+    scrape = BrokerScrape(replicas={("orders", 3): (5, 1, 0), ("orders", 0): (7, None, 1)})
+    for validate in (False, True):
+        dropped: build.Dropped = Counter()
+        rounds = build.round_keys([bad, *META], None, build_exclude())
+        build.sort_samples("c", 2, 1_000, scrape, None, rounds, dropped, None, validate)
+        out = build.round_records("c", 2_000, [bad, *META], {}, {}, {}, rounds, dropped, validate)
+        assert dropped == Counter({("partition", field): 1}), (validate, dropped)
+        assert [e.partition for e in out if isinstance(e, PartitionEvent)] == [0, 1, 2, 0]
+        assert [(e.kind, e.partition) for e in out if e.topic == "orders" and e.partition == 3] == [
+            ("replica", 3)
+        ]
+
+
 def test_a_round_record_carries_at_most_1024_samples() -> None:
     """The contract's bound: a partition with more samples (more brokers than that reading
     it: hardly a cluster) sends its metadata alone and a replica event per sample."""

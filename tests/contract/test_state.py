@@ -22,13 +22,11 @@ from monitor.contract.store import FINDING_COLUMNS
 from monitor.dev.synth import generate
 from monitor.model import ClusterModel, Finding, FindingKind, FindingState, ModelConfig, Severity
 from monitor.model.state import EpochEntry, PartitionState, ReplicaState
-from tests.scenarios import SCENARIOS
+from tests.scenarios import SCENARIOS, accepted_lines
 
 
 def _records() -> list[bytes]:
-    records = [
-        line for sc in SCENARIOS if not sc.config for line in sc.path.read_bytes().splitlines()
-    ]
+    records = [line for sc in SCENARIOS if not sc.config for line in accepted_lines(sc)]
     synth = list(generate(300, 12, fault_rate=0.05, seed=3))
     # min.insync.replicas changes re-judge a topic's partitions (opening, resolving and
     # refreshing conditions of partitions that got no event).

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from monitor.contract.events import to_model, validate_event
 from monitor.model import ClusterModel, Finding, ModelConfig
 from monitor.model.stamps import StampGuard
-from tests.scenarios import SCENARIOS, Scenario
+from tests.scenarios import SCENARIOS, Scenario, accepted_lines
 
 #: One-off findings a distortion could fake (or hide): they must match the clean replay.
 GUARDED = {
@@ -33,7 +33,7 @@ GUARDED = {
 
 
 def _events(sc: Scenario) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in sc.path.read_text().splitlines()]
+    return [json.loads(line) for line in accepted_lines(sc)]
 
 
 def _guarded(sc: Scenario, events: list[dict[str, Any]]) -> Counter[tuple[str, Any]]:

@@ -457,7 +457,7 @@ VALID: list[bytes] = [
     _dump({**BROKER, "cluster": 'a"b\\c/d\te'}),
     _dump({**PARTITION, "leader": None, "high_watermark": None, "offline_replicas": []}),
     _dump({**PARTITION, "eligible_leader_replicas": None}),
-    _dump({**PARTITION, "eligible_leader_replicas": [], "replicas": [], "isr": []}),
+    _dump({**PARTITION, "leader": None, "eligible_leader_replicas": [], "replicas": [], "isr": []}),
     _dump({**PARTITION, "topic": "__consumer_offsets"}),
     _dump({**REPLICA, "fetch_lag": None, "log_start_offset": 0, "high_watermark": 2**63 - 1}),
     _dump({**BROKER, "active_controller": None, "unclean_elections_total": 5}),

@@ -26,7 +26,7 @@ from monitor.dev.synth import generate
 from monitor.model import ClusterModel, ModelConfig
 from monitor.model.order import event_order, unfold
 from streaming import operator as op
-from tests.scenarios import SCENARIOS
+from tests.scenarios import SCENARIOS, accepted_lines
 from tests.streaming.helpers import Clock, FakeHandle, FakeMap, FakeValue, payload, renamed, route
 
 
@@ -53,7 +53,7 @@ def _records() -> list[bytes]:
     records: list[bytes] = []
     for sc in SCENARIOS:
         if not sc.config:
-            records.extend(renamed(sc.path.read_bytes().splitlines(), sc.name))
+            records.extend(renamed(accepted_lines(sc), sc.name))
     synth = list(generate(300, 12, fault_rate=0.05, seed=3))
     # min.insync.replicas changes re-judge a topic's partitions (opening, resolving and
     # refreshing conditions of partitions that got no event).

@@ -26,6 +26,7 @@ from tests.streaming.record_cases import (
     BROKER,
     HOSTILE,
     LONG_VALUES,
+    PARTITION,
     PARTITION_ROUND,
     TRAPS,
     VALID,
@@ -110,6 +111,34 @@ def test_a_reason_names_a_long_value_without_copying_it() -> None:
     assert all(len(r) < 300 for r in reasons), [r[:400] for r in reasons]
     assert reasons[0] == f"kind: unknown kind '{'k' * 32}'... (100000 characters)"
     assert reasons[2:4] == ["kind: unknown kind a list", "kind: unknown kind an object"]
+
+
+#: Partition records Kafka could never give (issue 50), and the reason each gets.
+IMPOSSIBLE = [
+    ({"isr": [1, 1]}, "isr: broker 1 is listed twice ([1, 1])"),
+    ({"isr": [1, 9]}, "isr: broker 9 is not one of the replicas [1, 2, 3]"),
+    ({"replicas": [1, 1, 1], "isr": [1]}, "replicas: broker 1 is listed twice ([1, 1, 1])"),
+    ({"leader": 4}, "leader: broker 4 is not one of the replicas [1, 2, 3]"),
+    ({"leader": None, "isr": [], "eligible_leader_replicas": [2, 2]},
+     "eligible_leader_replicas: broker 2 is listed twice ([2, 2])"),
+    ({"eligible_leader_replicas": [3, 7]},
+     "eligible_leader_replicas: broker 7 is not one of the replicas [1, 2, 3]"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("base", [PARTITION, PARTITION_ROUND], ids=["metadata", "round"])
+def test_records_kafka_could_never_give_are_refused_alike(
+    base: dict[str, Any], fast_only: list[Any]
+) -> None:
+    """Each is refused by both paths with one reason naming the field and the broker: the
+    fast path sends it the exact way (the same function is pydantic's validator)."""
+    raws = [json.dumps({**base, **change}).encode() for change, _ in IMPOSSIBLE]
+    assert _agree(raws) == 0
+    assert [_verdict(R.read_record, r)[1] for r in raws] == [reason for _, reason in IMPOSSIBLE]
+    assert {r if isinstance(r, bytes) else r.encode() for r in fast_only} == set(raws)
+    # What Kafka allows stays a record (a durability question, not a broken one).
+    allowed = [{"isr": [1]}, {"leader": None, "isr": []}, {"eligible_leader_replicas": [3]}]
+    assert _agree([json.dumps({**base, **change}).encode() for change in allowed]) == 3
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
