@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 from monitor.model.findings import Finding
@@ -136,11 +135,64 @@ def summary(f: Finding) -> str:
 
 
 def iso(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    """A stamp (ms since the Unix epoch, UTC) as ISO 8601, for any the contract allows (up
+    to 2^63-1: the year 292278994, which ``datetime`` cannot hold -- it stops at 9999, and
+    the table output of ``replay`` and ``status`` crashed on a stamp past it). Years
+    outside 0-9999 are written with a sign (ISO 8601's expanded years), as Java's
+    ``Instant`` prints them.
+
+    >>> iso(0)
+    '1970-01-01T00:00:00.000Z'
+    >>> iso(1_700_000_000_123)
+    '2023-11-14T22:13:20.123Z'
+    >>> iso(253_402_300_800_000)  # the first millisecond of the year 10000
+    '+10000-01-01T00:00:00.000Z'
+    >>> iso(2**63 - 1)
+    '+292278994-08-17T07:12:55.807Z'
+    """
+    secs, milli = divmod(ms, 1000)
+    days, rem = divmod(secs, 86_400)
+    year, month, day = _civil_from_days(days)
+    hour, rem = divmod(rem, 3_600)
+    minute, second = divmod(rem, 60)
+    y = f"{year:04d}" if 0 <= year <= 9999 else f"{year:+d}"
+    return f"{y}-{month:02d}-{day:02d}T{hour:02d}:{minute:02d}:{second:02d}.{milli:03d}Z"
+
+
+def _civil_from_days(days: int) -> tuple[int, int, int]:
+    """(year, month, day) of a day count since 1970-01-01, proleptic Gregorian, for any
+    integer (H. Hinnant's ``civil_from_days``: 400-year eras of 146,097 days).
+
+    >>> _civil_from_days(0), _civil_from_days(-1), _civil_from_days(11_016)
+    ((1970, 1, 1), (1969, 12, 31), (2000, 2, 29))
+    """
+    z = days + 719_468  # days since 0000-03-01
+    era = z // 146_097
+    doe = z - era * 146_097  # day of the era, 0-146096
+    yoe = (doe - doe // 1_460 + doe // 36_524 - doe // 146_096) // 365  # year of the era
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)  # day of the year from March 1st
+    mp = (5 * doy + 2) // 153
+    day = doy - (153 * mp + 2) // 5 + 1
+    month = mp + 3 if mp < 10 else mp - 9
+    return yoe + era * 400 + (month <= 2), month, day
+
+
+def shown(text: str) -> str:
+    r"""A cell as a terminal shows it safely: characters that are not printable (control
+    characters, a cluster name's newline or escape sequence -- the contract allows any
+    text there) escaped as Python writes them, everything else as is.
+
+    >>> shown("lab"), shown("la\nb\x1b[2J")
+    ('lab', 'la\\nb\\x1b[2J')
+    """
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def table(rows: Sequence[Sequence[str]], header: Sequence[str]) -> str:
-    """Left-aligned columns; the last column is not padded."""
+    """Left-aligned columns; the last column is not padded. Cells are :func:`shown`."""
+    rows = [[shown(c) for c in row] for row in rows]
     widths = [len(h) for h in header]
     for row in rows:
         for i, cell in enumerate(row[:-1]):

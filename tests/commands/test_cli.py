@@ -253,3 +253,43 @@ def test_spark_jars_are_copied_into_a_folder(
     assert written == sorted(p.name for p in spark_kafka_jars())
     assert any(n.startswith("spark-sql-kafka") for n in written)
     assert f"wrote {len(written)} jars" in capsys.readouterr().out
+
+
+def _shifted(lines: list[str], to: int) -> str:
+    """The events with every stamp moved so that the newest is ``to``."""
+    events = [json.loads(line) for line in lines if line.strip()]
+    newest = max(e["observed_at"] for e in events)
+    for e in events:
+        e["observed_at"] += to - newest
+        for s in e.get("replica_samples") or ():
+            if s.get("observed_at") is not None:
+                s["observed_at"] += to - newest
+    return "".join(json.dumps(e) + "\n" for e in events)
+
+
+@pytest.mark.parametrize("newest", [253_405_000_000_000, 2**63 - 1], ids=["year-10000", "int64"])
+def test_tables_show_any_stamp_the_contract_allows(
+    newest: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 50: a stamp in the year 10000 or later (the contract allows up to 2^63-1)
+    crashed the table output of ``replay`` and ``status`` -- a traceback naming no line."""
+    path = tmp_path / "far.jsonl"
+    path.write_text(_shifted((DATA / "unclean_election.jsonl").read_text().splitlines(), newest))
+    assert main(["replay", str(path)]) == 0
+    out, err = capsys.readouterr()
+    assert "committed_data_loss" in out and "0 rejected" in err, err
+    year = "+10000-02-01T" if newest < 2**63 - 1 else "+292278994-08-17T07:1"
+    assert year in out, out
+    assert main(["status", "--events", str(path)]) == 2  # CRITICAL: the loss
+    out, _ = capsys.readouterr()
+    assert "CRITICAL" in out and "+" in out, out
+
+
+def test_a_table_never_writes_a_control_character() -> None:
+    """Text the contract allows anywhere (a cluster name is any string) is shown escaped in
+    tables: an escape sequence or a newline in a cell cannot redraw or split the output."""
+    from monitor.query.render import table
+
+    out = table([["lab\x1b[2J", "two\nlines"]], ["CLUSTER", "NOTE"])
+    assert "\x1b" not in out and out.count("\n") == 1, out
+    assert out.splitlines()[1].split() == ["lab\\x1b[2J", "two\\nlines"]
