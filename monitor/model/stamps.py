@@ -42,8 +42,10 @@ from monitor.model.events import BrokerReport, ModelEvent, ReplicaReport
 #: Who stamped an event: a cluster's metadata reads, or one broker's exporter page.
 Source = tuple[str, int]
 _METADATA = -1
-#: Suspect events held per cluster beyond this many are admitted unchecked (a stream where
-#: one source alone goes on after a gap has nothing to confirm it).
+#: Suspect events held per cluster: past this many, the oldest held is rejected, never
+#: admitted unchecked (1,001 events a year ahead from one source, admitted so, gave a
+#: critical ``truncation_below_hw`` and two ``log_divergence``). Until a cluster has admitted
+#: anything, nothing can check its stamps: its first events are admitted then instead.
 HOLD_LIMIT = 1_000
 
 Decided = list[tuple[ModelEvent, str | None]]
@@ -110,9 +112,12 @@ class StampGuard:
             c.held.append(event)
             if len(c.held) <= HOLD_LIMIT:
                 return []
-            held, c.held = c.held, []
-            c.newest = max(c.newest, *(e.observed_at for e in held))
-            return [(e, None) for e in held]
+            if c.newest < 0:  # the stream's first events, one source alone: nothing to check
+                held, c.held = c.held, []
+                c.newest = max(e.observed_at for e in held)
+                return [(e, None) for e in held]
+            oldest = c.held.pop(0)
+            return [(oldest, self._reason(event.cluster, c, oldest, "more held than HOLD_LIMIT"))]
         c.newest = max(c.newest, event.observed_at, *(e.observed_at for e in near))
         return self._accept(c, event)
 
@@ -132,16 +137,16 @@ class StampGuard:
         out: Decided = []
         for name, c in self.clusters.items():
             for e in c.held:
-                if c.newest < 0:
-                    out.append((e, None))
-                    continue
-                reason = REASON.format(
-                    at=e.observed_at,
-                    ahead=e.observed_at - c.newest,
-                    reference_is=f"the newest stamp of cluster {name}, no other source agreeing",
-                    reference=c.newest,
-                    limit=self.ahead_ms,
-                )
-                out.append((e, reason))
+                out.append((e, None if c.newest < 0 else self._reason(name, c, e)))
             c.held = []
         return out
+
+    def _reason(self, cluster: str, c: _Cluster, e: ModelEvent, why: str = "") -> str:
+        extra = f", {why}" if why else ""
+        return REASON.format(
+            at=e.observed_at,
+            ahead=e.observed_at - c.newest,
+            reference_is=f"the newest stamp of cluster {cluster}, no other source agreeing{extra}",
+            reference=c.newest,
+            limit=self.ahead_ms,
+        )
