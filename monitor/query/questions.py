@@ -157,10 +157,7 @@ def audit(configs: Mapping[str, TopicConfig]) -> list[AuditRow]:
     """Each topic's durability profile (CP / AP / misconfigured), the reasons and the fixes."""
     rows = []
     for topic, cfg in sorted(configs.items()):
-        reasons = tuple(
-            r if not r.startswith("min_isr_1_with_rf_") else "min_isr_1_with_rf_3"
-            for r in durability_risks(cfg)
-        )
+        reasons = tuple(durability_risks(cfg))  # the finding's own labels (RF 5: "..._rf_5")
         fixes = tuple(fix_for(r, topic, cfg) for r in reasons)
         rows.append(
             AuditRow(

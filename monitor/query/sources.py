@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from monitor.contract.state import BrokerView, PartitionView, view_of
+from monitor.contract.state import BrokerView, PartitionView, open_finding, view_of
 from monitor.model import (
     ClusterModel,
     Finding,
@@ -124,7 +124,13 @@ class ViewQueries:
         return [v for v in self.partitions() if brokers.intersection(v.replicas)]
 
     def summary(self) -> Status:
-        silent = [b.broker for b in self.brokers() if not b.alive]
+        # Silent: it said it is down, or it stopped answering (its broker-level
+        # stale_telemetry is open) -- as the store reads it (monitor.query.store).
+        silent = [
+            b.broker
+            for b in self.brokers()
+            if not b.alive or any(o.kind == "stale_telemetry" for o in b.open)
+        ]
         return status(self.partitions(), silent)
 
     def freshness(self) -> Freshness:
@@ -215,7 +221,13 @@ class ReplaySource(ViewQueries):
 
     def brokers(self) -> list[BrokerView]:
         return [
-            BrokerView(b.cluster, b.broker, b.alive, b.observed_at)
+            BrokerView(
+                b.cluster,
+                b.broker,
+                b.alive,
+                b.observed_at,
+                tuple(open_finding(c) for c in b.open.values()),
+            )
             for b in self.model.brokers.values()
             if self.cluster in (None, b.cluster)
         ]

@@ -293,3 +293,13 @@ def test_a_table_never_writes_a_control_character() -> None:
     out = table([["lab\x1b[2J", "two\nlines"]], ["CLUSTER", "NOTE"])
     assert "\x1b" not in out and out.count("\n") == 1, out
     assert out.splitlines()[1].split() == ["lab\\x1b[2J", "two\\nlines"]
+
+
+def test_status_of_events_names_a_broker_gone_silent(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 50: ``status --events`` said "silent brokers: none" while the replay had
+    ``stale_telemetry`` open on broker 3 (a broker that stops answering sends no report
+    saying so: its last one said alive)."""
+    code = main(["status", "--events", str(DATA / "broker_goes_silent.jsonl"), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert out["silent_brokers"] == [3], out
+    assert code == 1 and out["status"] == "WARNING"

@@ -80,6 +80,7 @@ def test_audit_profiles_and_fixes() -> None:
                 "ap": TopicConfig(2, 1, False),
                 "rf1": TopicConfig(1, 1, False),
                 "weak": TopicConfig(3, 1, False),
+                "weak5": TopicConfig(5, 1, False),
                 "brittle": TopicConfig(3, 3, False),
                 "unclean": TopicConfig(3, 2, True),
             }
@@ -89,6 +90,8 @@ def test_audit_profiles_and_fixes() -> None:
     assert rows["rf1"].reasons == ("rf_1",)
     assert rows["weak"].reasons == ("min_isr_1_with_rf_3",)
     assert "min.insync.replicas=2" in rows["weak"].fixes[0]
+    # The label is the finding's (issue 50: RF 5 was labelled "min_isr_1_with_rf_3").
+    assert rows["weak5"].reasons == ("min_isr_1_with_rf_5",)
     assert rows["brittle"].reasons == ("min_isr_not_below_rf",)
     assert "min.insync.replicas=2" in rows["brittle"].fixes[0]
     assert rows["unclean"].profile == "misconfigured"
