@@ -616,7 +616,8 @@ def run_explain(args: argparse.Namespace) -> int:
 def run_what_if(args: argparse.Namespace) -> int:
     src = _source(args)
     stopped = set(args.broker)
-    impacts = what_if(src.holding(stopped), stopped)
+    down = sorted(set(src.summary().silent_brokers) - stopped)
+    impacts = what_if(src.holding(stopped), stopped, down)
     if args.json:
         return _emit_json([asdict(i) for i in impacts])
     if not impacts:
@@ -624,6 +625,8 @@ def run_what_if(args: argparse.Namespace) -> int:
         return 0
     counts = {o: sum(1 for i in impacts if i.outcome is o and not i.already) for o in Outcome}
     print(f"if brokers {sorted(stopped)} stopped now:")
+    if down:
+        print(f"  (brokers {down} are down already -- not answering the collector: no survivors)")
     for o, n in counts.items():
         if n:
             print(f"  {n:6d}  {o.value}")

@@ -45,21 +45,31 @@ class Impact:
     already: bool = False
 
 
-def what_if(views: Iterable[PartitionView], stopped: set[int]) -> list[Impact]:
+def what_if(
+    views: Iterable[PartitionView],
+    stopped: set[int],
+    down: Iterable[int] = (),
+) -> list[Impact]:
     """The partitions that change if ``stopped`` brokers stop now, with what is at stake.
+
+    ``down``: brokers the monitor already sees down (not answering the collector): never
+    survivors -- a dead broker's last log end restores nothing (issue 50: ``what-if
+    --broker 2`` after an unclean election counted the dead broker 1 as a survivor,
+    "committed at stake: 0"). Partitions are those with a replica on ``stopped``.
 
     An approximation by design: it uses the last observed LEOs and HW, assumes the
     controller elects cleanly from the surviving ISR, and ignores KIP-966 ELR (which can only
     make a clean election *possible* where this says an unclean one is needed).
     """
     out: list[Impact] = []
+    gone = stopped | set(down)
     for v in views:
         if not stopped.intersection(v.replicas):
             continue
         leos = {r.broker: r.leo for r in v.replica_states}
-        isr_left = tuple(b for b in v.isr if b not in stopped)
-        replicas_left = tuple(b for b in v.replicas if b not in stopped)
-        leader_down = v.leader is None or v.leader in stopped
+        isr_left = tuple(b for b in v.isr if b not in gone)
+        replicas_left = tuple(b for b in v.replicas if b not in gone)
+        leader_down = v.leader is None or v.leader in gone
         leader_leo = leos.get(v.leader, -1) if v.leader is not None else -1
         committed = uncommitted = 0
         if not replicas_left:

@@ -303,3 +303,16 @@ def test_status_of_events_names_a_broker_gone_silent(capsys: pytest.CaptureFixtu
     out = json.loads(capsys.readouterr().out)
     assert out["silent_brokers"] == [3], out
     assert code == 1 and out["status"] == "WARNING"
+
+
+def test_what_if_counts_a_broker_already_down_as_no_survivor(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 50: after the unclean election broker 1 is dead; ``what-if --broker 2`` counted
+    it as a survivor ("committed at stake: 0" from its last, stale log end)."""
+    path = DATA / "unclean_election.jsonl"
+    assert main(["what-if", "--events", str(path), "--broker", "2", "--json"]) == 0
+    (impact,) = json.loads(capsys.readouterr().out)
+    assert impact["surviving_replicas"] == [] and impact["outcome"] == "offline_no_replica"
+    assert main(["what-if", "--events", str(path), "--broker", "2"]) == 0
+    assert "brokers [1] are down already" in capsys.readouterr().out

@@ -155,9 +155,10 @@ def test_lineage_is_the_epoch_history(capsys: pytest.CaptureFixture[str]) -> Non
 
 def test_what_if_predicts_offline(capsys: pytest.CaptureFixture[str]) -> None:
     rows = _json(capsys, "what-if", "--broker", "2", "--events", UNCLEAN)
-    assert isinstance(rows, list) and rows[0]["outcome"] == "offline_unclean_needed"
-    # the old leader 1 holds up to 5000 but the HW is 1200: nothing committed at stake
-    assert rows[0]["committed_at_stake"] == 0
+    # The old leader 1 is dead (its stale_telemetry open): no replica survives broker 2 --
+    # not "an unclean election needed" from broker 1's last log end (issue 50).
+    assert isinstance(rows, list) and rows[0]["outcome"] == "offline_no_replica"
+    assert rows[0]["surviving_replicas"] == [] and rows[0]["committed_at_stake"] == 0
 
 
 def test_audit_names_the_misconfiguration(capsys: pytest.CaptureFixture[str]) -> None:
