@@ -253,18 +253,21 @@ def test_lineage(incident: Incident, capsys: pytest.CaptureFixture[str]) -> None
 
 
 def test_what_if(incident: Incident, capsys: pytest.CaptureFixture[str]) -> None:
-    """Stopping broker 2 now: the victim (ISR [2]) needs an unclean election; the CP topic
-    (ISR {2, 3} with broker 1 dead, min ISR 2) falls under min ISR."""
+    """Stopping broker 2 now: the victim (replicas [1, 2], ISR [2]) keeps no replica --
+    broker 1 is dead, silent in the store, never a survivor (issue 50: it was counted as
+    one, "an unclean election needed" from its last log end); the CP topic (ISR {2, 3} with
+    broker 1 dead, min ISR 2) falls under min ISR."""
     rows = _json(capsys, "what-if", "--broker", "2", "--store", str(incident.store))
     by = {(r["topic"], r["partition"]): r for r in rows}
-    assert by[(incident.victim, 0)]["outcome"] == "offline_unclean_needed"
-    assert by[(incident.victim, 0)]["surviving_replicas"] == [1]
+    assert by[(incident.victim, 0)]["outcome"] == "offline_no_replica"
+    assert by[(incident.victim, 0)]["surviving_replicas"] == []
     assert by[(incident.cp, 0)]["outcome"] == "under_min_isr"
     assert by[(incident.cp, 0)]["surviving_isr"] == [3]
     order = [r["outcome"] for r in rows]
-    assert order.index("offline_unclean_needed") < order.index("under_min_isr")
+    assert order.index("offline_no_replica") < order.index("under_min_isr")
     text = _run(capsys, "what-if", "--broker", "2", "--store", str(incident.store))
-    assert "if brokers [2] stopped now:" in text and "offline_unclean_needed" in text
+    assert "if brokers [2] stopped now:" in text and "offline_no_replica" in text
+    assert "brokers [1] are down already" in text
 
 
 def test_audit(incident: Incident, capsys: pytest.CaptureFixture[str]) -> None:
