@@ -616,7 +616,7 @@ def run_explain(args: argparse.Namespace) -> int:
 def run_what_if(args: argparse.Namespace) -> int:
     src = _source(args)
     stopped = set(args.broker)
-    down = sorted(set(src.summary().silent_brokers) - stopped)
+    down = sorted({b.broker for b in src.brokers() if not b.alive} - stopped)
     impacts = what_if(src.holding(stopped), stopped, down)
     if args.json:
         return _emit_json([asdict(i) for i in impacts])

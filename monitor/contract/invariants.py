@@ -9,9 +9,15 @@ dead letter, replay's line error) instead of being judged:
 * no broker twice in ``replicas``, ``isr`` or ``eligible_leader_replicas`` (Kafka keeps
   each as a set of broker ids: an ISR ``[1, 1]`` would count one replica twice toward
   ``min.insync.replicas``);
-* ``isr`` and ``eligible_leader_replicas`` within ``replicas`` (the ISR and the ELR are
-  chosen among the assigned replicas; during a reassignment ``replicas`` holds both sets);
+* ``isr`` within ``replicas`` (during a reassignment ``replicas`` holds both sets, and its
+  completion takes the removed replicas out of the ISR);
 * a ``leader`` among the ``replicas``, or none (offline).
+
+Not here either: the ELR within the replicas. The controller's ELR tracking
+(``PartitionChangeBuilder.maybePopulateTargetElr``) unions the old ISR into it without
+filtering by the new replica set, so a reassignment that completes with the ISR under
+``min.insync.replicas`` (an RF lowered below it) can leave a removed replica in the ELR.
+Refusing that would blind a real partition, round after round.
 
 Not here: the leader's ``high_watermark`` against its log end in the same round record.
 Kafka keeps HW <= LEO at every instant, but the collector reads the two at different
@@ -54,6 +60,8 @@ def partition_problem(
     'leader: broker 4 is not one of the replicas [1, 2, 3]'
     >>> partition_problem(1, [1, 1, 1], [1], None)
     'replicas: broker 1 is listed twice ([1, 1, 1])'
+    >>> partition_problem(None, [1, 2], [], [3]) is None  # an ELR member removed: possible
+    True
     """
     members = set(replicas)
     # The common case in cheap checks first (the job reads millions of records).
@@ -64,10 +72,7 @@ def partition_problem(
         and (leader is None or leader in members)
         and (
             not eligible_leader_replicas
-            or (
-                len(set(eligible_leader_replicas)) == len(eligible_leader_replicas)
-                and members.issuperset(eligible_leader_replicas)
-            )
+            or len(set(eligible_leader_replicas)) == len(eligible_leader_replicas)
         )
     ):
         return _membership_problem(leader, replicas, isr, eligible_leader_replicas or ())
@@ -82,9 +87,9 @@ def _membership_problem(
         twice = _first_repeated(brokers)
         if twice is not None:
             return f"{name}: broker {twice} is listed twice ({_shown(brokers)})"
-        outside = next((b for b in brokers if b not in members), None)
-        if outside is not None:
-            return f"{name}: broker {outside} is not one of the replicas {_shown(replicas)}"
+    outside = next((b for b in isr if b not in members), None)
+    if outside is not None:
+        return f"isr: broker {outside} is not one of the replicas {_shown(replicas)}"
     assert leader is not None
     return f"leader: broker {leader} is not one of the replicas {_shown(replicas)}"
 

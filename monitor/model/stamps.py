@@ -43,9 +43,10 @@ from monitor.model.events import BrokerReport, ModelEvent, ReplicaReport
 Source = tuple[str, int]
 _METADATA = -1
 #: Suspect events held per cluster: past this many, the oldest held is rejected, never
-#: admitted unchecked (1,001 events a year ahead from one source, admitted so, gave a
-#: critical ``truncation_below_hw`` and two ``log_divergence``). Until a cluster has admitted
-#: anything, nothing can check its stamps: its first events are admitted then instead.
+#: admitted unchecked (1,001 events a year ahead from one source, admitted so, were judged:
+#: a truncation_below_hw and a follower_lag of the broker in tests/model/test_stamps.py's
+#: case, a critical one in issue 50's). Until a cluster has admitted anything, nothing can
+#: check its stamps: its first events are admitted then instead.
 HOLD_LIMIT = 1_000
 
 Decided = list[tuple[ModelEvent, str | None]]

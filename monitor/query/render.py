@@ -177,12 +177,12 @@ def _civil_from_days(days: int) -> tuple[int, int, int]:
     return yoe + era * 400 + (month <= 2), month, day
 
 
-def shown(text: str) -> str:
+def printable(text: str) -> str:
     r"""A cell as a terminal shows it safely: characters that are not printable (control
     characters, a cluster name's newline or escape sequence -- the contract allows any
     text there) escaped as Python writes them, everything else as is.
 
-    >>> shown("lab"), shown("la\nb\x1b[2J")
+    >>> printable("lab"), printable("la\nb\x1b[2J")
     ('lab', 'la\\nb\\x1b[2J')
     """
     if text.isprintable():
@@ -191,8 +191,8 @@ def shown(text: str) -> str:
 
 
 def table(rows: Sequence[Sequence[str]], header: Sequence[str]) -> str:
-    """Left-aligned columns; the last column is not padded. Cells are :func:`shown`."""
-    rows = [[shown(c) for c in row] for row in rows]
+    """Left-aligned columns; the last column is not padded. Cells are :func:`printable`."""
+    rows = [[printable(c) for c in row] for row in rows]
     widths = [len(h) for h in header]
     for row in rows:
         for i, cell in enumerate(row[:-1]):

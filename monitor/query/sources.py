@@ -124,13 +124,7 @@ class ViewQueries:
         return [v for v in self.partitions() if brokers.intersection(v.replicas)]
 
     def summary(self) -> Status:
-        # Silent: it said it is down, or it stopped answering (its broker-level
-        # stale_telemetry is open) -- as the store reads it (monitor.query.store).
-        silent = [
-            b.broker
-            for b in self.brokers()
-            if not b.alive or any(o.kind == "stale_telemetry" for o in b.open)
-        ]
+        silent = [b.broker for b in self.brokers() if not b.alive]
         return status(self.partitions(), silent)
 
     def freshness(self) -> Freshness:
@@ -220,17 +214,18 @@ class ReplaySource(ViewQueries):
         }
 
     def brokers(self) -> list[BrokerView]:
-        return [
-            BrokerView(
-                b.cluster,
-                b.broker,
-                b.alive,
-                b.observed_at,
-                tuple(open_finding(c) for c in b.open.values()),
-            )
-            for b in self.model.brokers.values()
-            if self.cluster in (None, b.cluster)
-        ]
+        """Each broker, ``alive`` as :class:`BrokerView` means it -- answering the collector:
+        not when its last report said down, nor when it stopped reporting (its broker-level
+        ``stale_telemetry`` open), as the store reads it (``StoreSource.brokers``). A broker
+        gone silent sends no report saying so: its last one said alive."""
+        out = []
+        for b in self.model.brokers.values():
+            if self.cluster not in (None, b.cluster):
+                continue
+            opened = tuple(open_finding(c) for c in b.open.values())
+            answering = b.alive and not any(o.kind == "stale_telemetry" for o in opened)
+            out.append(BrokerView(b.cluster, b.broker, answering, b.observed_at, opened))
+        return out
 
     def history(self, topic: str, partition: int, since_ms: int = 0) -> list[Sample]:
         return [s for s in self._history.get((topic, partition), []) if s.at >= since_ms]
