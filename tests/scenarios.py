@@ -676,6 +676,48 @@ def _round(tl: Timeline, topic: str, hw: int, isr: list[int], meta: bool = True)
     tl.advance(-2)
 
 
+def impossible_samples_held() -> Timeline:
+    """Healthy partitions under load, each given one impossible sample (issue 50): an HW of
+    10^12 (partition 0), a leader log end of 10^12 (partition 1), an epoch of 2^31-1
+    (partition 2) -- then normal rounds again."""
+    tl = Timeline(topic="spiky")
+    tl.config(rf=3, min_isr=2)
+    leo = 10_000
+    for i in range(12):
+        leo += 1_000
+        for p in (0, 1, 2):
+            for b in (1, 2, 3):
+                spike = p == 1 and b == 1 and i == 5
+                tl.replica(b, leo=10**12 if spike else leo - (0 if b == 1 else 5), partition=p)
+            tl.advance(1)
+            tl.meta(
+                leader=1, epoch=2**31 - 1 if p == 2 and i == 5 else 3, replicas=[1, 2, 3],
+                isr=[1, 2, 3], hw=10**12 if p == 0 and i == 5 else leo - 5, partition=p,
+            )  # fmt: skip
+        tl.advance(5 * SECOND - 3)
+    return tl
+
+
+def broker_restarts_between_reads() -> Timeline:
+    """Broker 3 restarts between two rounds (a new process start, never seen down): the
+    leader drops it from the ISR while it starts, and the round after shows both."""
+    tl = Timeline(topic="bounce")
+    tl.config(rf=3, min_isr=2)
+    leo = 5_000
+    for i in range(6):
+        leo += 500
+        restarted = i >= 3
+        for b in (1, 2, 3):
+            tl.broker(b, started_at=T0 + 14_000 if b == 3 and restarted else T0 - 3_600_000)
+            if not (b == 3 and i == 3):
+                tl.replica(b, leo=leo - (0 if b == 1 else 5))
+        tl.advance(1)
+        isr = [1, 2] if i == 3 else [1, 2, 3]
+        tl.meta(leader=1, epoch=2, replicas=[1, 2, 3], isr=isr, hw=leo - 5)
+        tl.advance(5 * SECOND - 1)
+    return tl
+
+
 def topic_deleted() -> Timeline:
     """Two topics; broker 3 has fallen out of the ISR of ``gone`` (under-replicated, at
     min ISR). ``gone`` is deleted: the collector's metadata read no longer lists it and it
@@ -1391,14 +1433,19 @@ SCENARIOS: list[Scenario] = [
     ),
     Scenario(
         "hw_regression",
-        "A single low HW sample is a glitch; two in a row are a regression of 220.",
+        "A single low HW sample is a glitch; two in a row are a regression. Read from the "
+        "Admin API only (no leader log end to witness a rise), each new highest HW is "
+        "believed once a second sample reaches it: 1020, seen once before the fall, is not, "
+        "so the regression is counted from the 1010 confirmed -- at least 210 offsets. "
+        "(A glitch on the high side is held the same way: impossible_samples_held.)",
         hw_regression,
         expect=["hw_regression:event hwreg/0"],
+        forbid=["telemetry_inconsistent"],
         details=[
-            ("hw_regression", "hw_before", 1020),
+            ("hw_regression", "hw_before", 1010),
             ("hw_regression", "hw", 805),
             ("hw_regression", "lowest_hw", 800),
-            ("hw_regression", "regressed_by", 220),
+            ("hw_regression", "regressed_by", 210),
         ],
     ),
     Scenario(
@@ -1431,7 +1478,10 @@ SCENARIOS: list[Scenario] = [
         "unclean_election_admin_only",
         "Without JMX (Admin API only), the election is still judged: 2 was outside the last "
         "ISR [1], and its own epoch record (OffsetsForLeaderEpoch) says its epoch began at "
-        "1000 of a committed 2500 -- the exact loss, with no replica sample at all.",
+        "1000, with no replica sample at all. The last HW read before 1 died, 2500, was "
+        "read once: with no leader log end to witness it and no second read, it is not the "
+        "reference (one sample never pages) -- the loss is counted from the confirmed 2000, "
+        "at least 1000 offsets, and the finding names the unconfirmed 2500.",
         unclean_election_admin_only,
         expect=[
             "isr_shrink:event unclean/0 broker 2",
@@ -1446,8 +1496,9 @@ SCENARIOS: list[Scenario] = [
         forbid=["hw_regression", "election_unverified", "election_pending", "follower_lag"],
         details=[
             ("committed_data_loss", "lost_from", 1000),
-            ("committed_data_loss", "lost_to", 2500),
-            ("committed_data_loss", "lost_count", 1500),
+            ("committed_data_loss", "lost_to", 2000),
+            ("committed_data_loss", "lost_count", 1000),
+            ("committed_data_loss", "unconfirmed_hw", 2500),
             ("committed_data_loss", "leo_sampled", "epoch"),
             ("unclean_election", "isr_before", [1]),
             ("isr_shrink unclean/0 broker 2", "cause", "unknown"),
@@ -1553,7 +1604,7 @@ SCENARIOS: list[Scenario] = [
         "One event stamped a year ahead must not make every later event of its partition "
         "late: it is rejected (a replay checks it against the other sources' stamps, the "
         "job against its Kafka record's), and the ISR shrinking below min.insync.replicas "
-        "and the partition going offline are still reported (today: neither is, and the "
+        "and the partition going offline are still reported (before: neither is, and the "
         "partition's telemetry looks current for a year).",
         future_stamped_event,
         expect=[
@@ -1589,10 +1640,54 @@ SCENARIOS: list[Scenario] = [
         },
     ),
     Scenario(
+        "impossible_samples_held",
+        "One impossible sample never pages (issue 50). An HW of 10^12 while the leader holds "
+        "16,000 is held until a witness confirms it -- the leader's next log end says it "
+        "was never possible (before: critical hw_regression of 999,999,983,995 offsets); a "
+        "leader log end of 10^12 seen once, then back in line, is taken out of the leader's "
+        "history (before: the HW looked stuck behind it); an epoch of 2^31-1 seen once, "
+        "then 3 again, is a spike of that read (before: epoch_regression, and the "
+        "partition's history forgotten). Each is said as telemetry_inconsistent, naming the "
+        "source and the value.",
+        impossible_samples_held,
+        expect=[
+            "telemetry_inconsistent:event spiky/0",
+            "telemetry_inconsistent:event spiky/1 broker 1",
+            "telemetry_inconsistent:event spiky/2",
+        ],
+        forbid=[
+            "hw_regression",
+            "hw_lag",
+            "epoch_regression",
+            "truncation_below_hw",
+            "log_divergence",
+            "leader_election",
+            "follower_lag",
+            "committed_data_loss",
+        ],
+        details=[
+            ("telemetry_inconsistent spiky/0", "value", 10**12),
+            ("telemetry_inconsistent spiky/0", "field", "high_watermark"),
+            ("telemetry_inconsistent spiky/1 broker 1", "field", "log_end_offset"),
+            ("telemetry_inconsistent spiky/2", "value", 2**31 - 1),
+        ],
+        routine=True,
+    ),
+    Scenario(
+        "broker_restarts_between_reads",
+        "A broker restarted between two reads leaves the ISR: its new process start says "
+        "why -- cause restarted (before: lagging, as if it had fallen behind).",
+        broker_restarts_between_reads,
+        expect=["isr_shrink:event bounce/0 broker 3", "isr_expand:event bounce/0 broker 3"],
+        forbid=["follower_lag", "stale_telemetry"],
+        details=[("isr_shrink bounce/0 broker 3", "cause", "restarted")],
+        routine=True,
+    ),
+    Scenario(
         "topic_deleted",
         "A deleted topic is forgotten on the collector's word: its open conditions resolve, "
         "it never goes stale, a sample taken before the deletion is ignored, and the topic "
-        "created again later starts a new history, said once as topic_recreated (today: the "
+        "created again later starts a new history, said once as topic_recreated (before: the "
         "deletion event is refused, the partition goes stale and stays open for good).",
         topic_deleted,
         expect=[
@@ -1620,7 +1715,7 @@ SCENARIOS: list[Scenario] = [
         "topic_absent_from_metadata",
         "Without the deletion signal, a topic the metadata reads stop listing while they go "
         "on listing the rest of the cluster is forgotten after forget_absent_ms (10 minutes): "
-        "what stayed open resolves, its staleness too (today: stale_telemetry opens after a "
+        "what stayed open resolves, its staleness too (before: stale_telemetry opens after a "
         "minute and never resolves).",
         topic_absent_from_metadata,
         expect=[
@@ -1640,7 +1735,7 @@ SCENARIOS: list[Scenario] = [
     Scenario(
         "collector_gap",
         "A gap in the collector's rounds is not an HW stall: the HW is known only as of its "
-        "last observation, so lag is measured up to then (today: hw_lag opens on the "
+        "last observation, so lag is measured up to then (before: hw_lag opens on the "
         "leader's first sample after the gap and resolves 2 ms later with the HW).",
         collector_gap,
         forbid=["hw_lag", "follower_lag", "stale_telemetry"],
@@ -1650,7 +1745,7 @@ SCENARIOS: list[Scenario] = [
     Scenario(
         "topic_recreated",
         "A topic deleted and recreated under the same name (a new topic id) starts a new "
-        "history: one info finding, nothing judged across the two incarnations (today: an "
+        "history: one info finding, nothing judged across the two incarnations (before: an "
         "epoch regression, and truncation below the HW when it comes within a round).",
         topic_recreated,
         expect=["topic_recreated:event recreated/0"],
@@ -1803,7 +1898,11 @@ SCENARIOS: list[Scenario] = [
         elr_election_after_unreported_round,
         expect=["leader_election:event elr/0 broker 2", "under_min_isr:open elr/0"],
         forbid=["unclean_election", "committed_data_loss"],
-        details=[("leader_election", "clean", True)],
+        details=[
+            ("leader_election", "clean", True),
+            # Named as such (before: in_last_isr, though 2 was not in the last ISR).
+            ("leader_election", "membership", "eligible_leader_replica"),
+        ],
     ),
     Scenario(
         "clean_failover_slow_scrape",

@@ -435,6 +435,11 @@ class ClusterModel:
             bs = self.brokers[key] = BrokerState(ev.cluster, ev.broker)
         if ev.observed_at <= bs.observed_at:
             return []
+        moved = ev.started_at is not None and bs.process_started_at not in (None, ev.started_at)
+        if ev.alive and (moved or (not bs.alive and bs.observed_at >= 0)):
+            bs.back_at = ev.observed_at
+        if ev.started_at is not None:
+            bs.process_started_at = ev.started_at
         bs.alive, bs.observed_at = ev.alive, ev.observed_at
         out: list[Finding] = []
         owned = self.owns_global(f"{ev.cluster}/broker/{ev.broker}")

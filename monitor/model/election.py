@@ -72,10 +72,12 @@ def start_election(
     config: ModelConfig,
     emit: Emitter,
     unclean_allowed: bool = True,
+    leader_back_at: int = -1,
 ) -> None:
     """``ev`` shows a new leader at a new epoch: report the election, then judge it (or
-    wait). ``unclean_allowed``: the topic's ``unclean.leader.election.enable`` (True when
-    not known)."""
+    wait). ``unclean_allowed``: the topic's ``unclean.leader.election.enable`` (callers
+    pass Kafka's default, false, when not known); ``leader_back_at``: when the new leader's
+    broker last came back (a restart witnessed, -1: none) -- see :func:`on_epoch_record`."""
     assert ev.leader is not None
     leader, epoch, t = ev.leader, ev.leader_epoch, ev.observed_at
     epoch_record = ev.epoch_start_offset
@@ -89,12 +91,10 @@ def start_election(
     clean = membership != "outside_last_isr"
     prev_rs = s.replica_states.get(prev_leader) if prev_leader is not None else None
     leader_rs = s.replica_states.get(leader)
-    if epoch_record is None and leader_rs is not None and leader_rs.suspect_leo >= 0:
-        # Its latest sample was lower than the one before (it restarted and truncated);
-        # leadership now rests on that latest sample, so believe it -- and say what that
-        # truncation removed, as a second sample would have.
-        truncate(s, leader, leader_rs, leader_rs.suspect_leo, t, emit, epoch=prev_epoch)
-        leader_rs.leo, leader_rs.suspect_leo = leader_rs.suspect_leo, -1
+    # A latest sample lower than the one before (it restarted and truncated -- or the
+    # sample is wrong) stays a suspect: its next sample, as leader, confirms the truncation
+    # or contradicts it, and the election waits for that or the epoch record. One sample
+    # never pages (it used to be believed here, as leadership rests on it).
     s.append_lineage(EpochEntry(epoch, -1, leader, t), config)
     s.election_times = (*s.election_times, t)[-4 * config.flapping_elections :]
     details = {
@@ -110,6 +110,11 @@ def start_election(
         "start_offset": epoch_record if epoch_record is not None else -1,
         "committed_hw_before": s.max_hw,
     }
+    if s.pending_hw > s.max_hw:
+        # A higher HW read once and never confirmed (no leader sample or second read
+        # reached it before the leader went): not the reference, but on-call should know
+        # the loss may reach that far.
+        details["unconfirmed_hw"] = s.pending_hw
     # Its log beyond an earlier epoch's start that it never truncated to is another epoch's
     # suffix: valid only below it -- if it was elected from outside the ISR. Membership that
     # leaves a clean election open (it rejoined and was elected between two reads, or a
@@ -153,19 +158,49 @@ def start_election(
     if start is None and leader_rs is not None and leader_rs.leo >= 0:
         start = _latest(leader_rs)
     _must_truncate_to(s, leader, start)
-    if epoch_record is not None:
-        on_epoch_record(s, epoch_record, t, emit)
-    else:
+    believed = epoch_record is not None and on_epoch_record(
+        s, epoch_record, t, emit, leader_back_at, ev.high_watermark
+    )
+    if not believed:
         maybe_decide(s, t, config, emit)
 
 
-def on_epoch_record(s: PartitionState, start: int, t: int, emit: Emitter) -> None:
+def on_epoch_record(
+    s: PartitionState,
+    start: int,
+    t: int,
+    emit: Emitter,
+    leader_back_at: int = -1,
+    hw: int | None = None,
+) -> bool:
     """The current epoch's start, from its leader: exact. Decides a pending election; after a
-    verdict on a sample, reports the offsets that sample missed."""
-    _set_lineage_start(s, s.leader_epoch, start)
+    verdict on a sample, reports the offsets that sample missed.
+
+    Unless the record is one sample against the rest: after a clean election, a start below
+    the committed HW while the new leader was sampled holding all of it, and no restart of
+    its broker witnessed since that HW (``leader_back_at``) -- a log that held the committed
+    offsets loses them only by truncating, which takes a restart. Then the record is not
+    believed (``telemetry_inconsistent``) and the election is left to the samples: False.
+    ``hw``: the HW read with the record, the new leader's (at most its log end)."""
     c = s.election
+    if c is not None and _record_contradicted(s, c, start, leader_back_at, hw):
+        emit.event(
+            K.TELEMETRY_INCONSISTENT,
+            t,
+            {
+                "source": "partition",
+                "field": "epoch_start_offset",
+                "value": start,
+                "committed_hw": c.committed,
+                "leader": c.leader,
+                "high_watermark": hw,
+                "epoch": c.epoch,
+            },
+        )
+        return False
+    _set_lineage_start(s, s.leader_epoch, start)
     if c is None or c.epoch != s.leader_epoch:
-        return
+        return True
     # The exact start replaces the guess for the replicas still due to truncate to it.
     for b, other in s.replica_states.items():
         if b != c.leader and other.must_truncate_to >= 0:
@@ -186,7 +221,7 @@ def on_epoch_record(s: PartitionState, start: int, t: int, emit: Emitter) -> Non
             rs.leo, rs.suspect_leo = start, -1
     if not c.on_sample:
         _decide(s, c, start, "epoch", t, emit)
-        return
+        return True
     if c.used >= 0:
         # Judged on a sample; the record says where the log really ended.
         valid = _valid(c, start)
@@ -197,6 +232,29 @@ def on_epoch_record(s: PartitionState, start: int, t: int, emit: Emitter) -> Non
             # Rebased on what the new leader holds -- committed only up to the old HW.
             s.max_hw, s.max_hw_at = min(valid, c.committed), t
     s.election = None
+    return True
+
+
+def _record_contradicted(
+    s: PartitionState, c: ElectionCheck, start: int, leader_back_at: int, hw: int | None
+) -> bool:
+    """Whether an epoch record saying a clean election lost committed offsets is one sample
+    against the rest. The new leader is known to hold all that was committed -- the HW read
+    with the record (the leader's own, at most its log end), or its log end sampled at or
+    before the election with no restart of its broker seen after that sample -- and more
+    above the record's start than its log grows between two samples (x4): it cannot have
+    appended that much since it took over, nor lost it without a restart."""
+    if not (c.epoch == s.leader_epoch and c.clean and 0 <= start < c.committed):
+        return False
+    growth = 4 * s.leader_max_step()
+    if hw is not None and hw >= c.committed and hw - start > growth:
+        return True
+    rs = s.replica_states.get(c.leader)
+    if rs is not None and 0 <= rs.leo_at <= c.at:
+        sampled, restarted = rs.leo, leader_back_at > rs.leo_at
+    else:
+        sampled, restarted = c.leo_before, leader_back_at >= c.committed_at
+    return sampled >= c.committed and not restarted and sampled - start > growth
 
 
 def maybe_decide(s: PartitionState, t: int, config: ModelConfig, emit: Emitter) -> None:
@@ -392,6 +450,9 @@ def _report_loss(
         # fetching, a lower bound of the loss once it leads and appends).
         "leo_sampled": basis,
     }
+    if "unconfirmed_hw" in c.details:
+        # A higher HW read once: were it real, the loss reached up to it.
+        details["unconfirmed_hw"] = c.details["unconfirmed_hw"]
     if lost_from < leo:
         details["diverged_from"] = lost_from  # its records above this are another epoch's
     if correction_of >= 0:
@@ -413,7 +474,9 @@ def _note_pre(c: ElectionCheck, rs: ReplicaState) -> None:
     older than the committed HW it would be compared with)."""
     if rs.observed_at >= max(0, c.committed_at) and rs.observed_at >= c.pre_at:
         c.pre, c.pre_at = _latest(rs), rs.observed_at
-        c.pre_drop = rs.suspect_leo >= 0 or 0 <= rs.last_truncation[2] == rs.leo
+        # A drop confirmed by a second sample (a truncation judged): a lone low sample is
+        # no evidence of one.
+        c.pre_drop = rs.suspect_leo < 0 and 0 <= rs.last_truncation[2] == rs.leo
         c.pre_certain = rs.observed_at < c.meta_before
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from enum import IntEnum, StrEnum
 from typing import Any
 
@@ -55,6 +55,7 @@ class FindingKind(StrEnum):
     TOPIC_RECREATED = "topic_recreated"
     REASSIGNMENT = "reassignment"
     TOPIC_DELETED = "topic_deleted"
+    TELEMETRY_INCONSISTENT = "telemetry_inconsistent"
 
 
 class FindingState(StrEnum):
@@ -88,6 +89,7 @@ SEVERITY: dict[FindingKind, Severity] = {
     FindingKind.TOPIC_RECREATED: Severity.INFO,
     FindingKind.REASSIGNMENT: Severity.INFO,
     FindingKind.TOPIC_DELETED: Severity.INFO,
+    FindingKind.TELEMETRY_INCONSISTENT: Severity.WARNING,
 }
 
 #: Kinds that are one-off events; every other kind is a condition (open -> resolved).
@@ -104,6 +106,7 @@ EVENT_KINDS: frozenset[FindingKind] = frozenset(
         FindingKind.ELECTION_UNVERIFIED,
         FindingKind.TOPIC_RECREATED,
         FindingKind.TOPIC_DELETED,
+        FindingKind.TELEMETRY_INCONSISTENT,
     }
 )
 
@@ -151,9 +154,19 @@ def fields_state(obj: Any) -> list[Any]:
 
 
 def set_fields_state(obj: Any, state: list[Any]) -> None:
-    """Unpickle :func:`fields_state` (frozen classes too, as the dataclass's own does)."""
-    for f, value in zip(fields(obj), state, strict=True):
+    """Unpickle :func:`fields_state` (frozen classes too, as the dataclass's own does).
+    Fields added since the state was written (new fields go last, each with a default) take
+    their defaults: a checkpoint of the release before loads."""
+    names = fields(obj)
+    if len(state) > len(names):
+        raise ValueError(f"{type(obj).__name__}: {len(state)} values for {len(names)} fields")
+    for f, value in zip(names, state, strict=False):
         object.__setattr__(obj, f.name, value)
+    for f in names[len(state) :]:
+        default = f.default_factory() if f.default_factory is not MISSING else f.default
+        if default is MISSING:
+            raise ValueError(f"{type(obj).__name__}: no value for {f.name}")
+        object.__setattr__(obj, f.name, default)
 
 
 @dataclass(frozen=True, slots=True)

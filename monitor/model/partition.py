@@ -101,6 +101,11 @@ def step(
 STEADY_META = True
 
 
+#: How soon a read must contradict one before it for that one to be a spike of its source
+#: (an epoch seen once): the collector reads every 5 s by default.
+SPIKE_WINDOW_MS = 30_000
+
+
 def step_round(
     state: PartitionState,
     samples: tuple[ReplicaReport, ...],
@@ -156,6 +161,75 @@ def _after_meta(s: PartitionState, t: int, ctx: Context, emit: Emitter) -> None:
     evaluate_conditions(s, t, ctx, emit)  # leadership/ISR change touches all
 
 
+def _epoch_spike(s: PartitionState, ev: PartitionMeta, t: int, emit: Emitter) -> bool:
+    """Whether a read with a lower epoch says the current one was a spike: seen in one read
+    only, this read back at or above the epoch before it, and soon after (a read or a few of
+    the collector's: a minute of silence and then an older epoch is a recreated topic, said
+    by ``epoch_regression``). Then that epoch is taken out
+    (said: ``telemetry_inconsistent``) -- an epoch regression forgets the partition's whole
+    history, which one bad read must not do."""
+    if s.epoch_reads != 1 or ev.leader_epoch < s.epoch_before or t - s.meta_at > SPIKE_WINDOW_MS:
+        return False
+    emit.event(
+        K.TELEMETRY_INCONSISTENT,
+        t,
+        {
+            "source": "partition",
+            "field": "leader_epoch",
+            "value": s.leader_epoch,
+            "before": s.epoch_before,
+            "after": ev.leader_epoch,
+            "leader": s.leader,
+        },
+    )
+    spiked = s.leader_epoch
+    if s.election is not None and s.election.epoch == spiked:
+        # The spiked read was an election's: the election stands, at this read's epoch.
+        s.election.epoch = s.leader_epoch = ev.leader_epoch
+        s.lineage = [
+            e._replace(epoch=ev.leader_epoch) if e.epoch == spiked else e for e in s.lineage
+        ]
+    else:
+        # Back to the epoch before: this read is judged against it (a bump, an election).
+        s.leader_epoch = s.epoch_before
+        s.lineage = [e for e in s.lineage if e.epoch != spiked]
+    s.epoch_reads = 0
+    return True
+
+
+def _leader_conflict(s: PartitionState, ev: PartitionMeta, t: int, emit: Emitter) -> bool:
+    """A read naming another leader at the current epoch, which Kafka never does (a new
+    leader bumps the epoch): one of the two reads is wrong. Held (True: not applied) until a
+    second read names the same leader; then, if the epoch was read once only, that read's
+    leader was the bad one -- its epoch is undone, and this read is the election it hid.
+    A read that goes back to the current leader says the held one was bad."""
+    same_epoch = ev.leader_epoch == s.leader_epoch and s.leader is not None
+    if not (same_epoch and ev.leader is not None and ev.leader != s.leader):
+        if s.pending_leader_at >= 0:
+            emit.event(
+                K.TELEMETRY_INCONSISTENT,
+                t,
+                {
+                    "source": "partition",
+                    "field": "leader",
+                    "value": s.pending_leader,
+                    "observed_at": s.pending_leader_at,
+                    "leader": s.leader,
+                    "epoch": s.leader_epoch,
+                },
+            )
+            s.pending_leader = s.pending_leader_at = -1
+        return False
+    if s.pending_leader != ev.leader:
+        s.pending_leader, s.pending_leader_at = ev.leader, t
+        return True
+    s.pending_leader = s.pending_leader_at = -1
+    if s.epoch_reads == 1 and s.epoch_before >= 0:
+        s.lineage = [e for e in s.lineage if e.epoch != s.leader_epoch]
+        s.leader_epoch = s.epoch_before
+    return False
+
+
 def _is_steady(s: PartitionState, ev: PartitionMeta) -> bool:
     """Whether ``ev`` is newer metadata of the partition as the state holds it: the same
     incarnation, leader, epoch, replicas, ISR, ELR, offline replicas and reassignment.
@@ -164,6 +238,7 @@ def _is_steady(s: PartitionState, ev: PartitionMeta) -> bool:
         s.meta_at >= 0
         and ev.observed_at > s.meta_at
         and s.leader_epoch >= 0
+        and s.pending_leader_at < 0
         and ev.leader_epoch == s.leader_epoch
         and ev.leader == s.leader
         and (ev.topic_id is None or ev.topic_id == s.topic_id)
@@ -193,12 +268,15 @@ def _steady_meta(s: PartitionState, ev: PartitionMeta, ctx: Context, emit: Emitt
     same order."""
     t = ev.observed_at
     s.meta_at = t
+    s.epoch_reads = min(2, s.epoch_reads + 1)
     if t > s.last_seen:
         s.last_seen = t
     if ev.log_start_offset is not None:
         s.log_start_offset = ev.log_start_offset
     if ev.epoch_start_offset is not None:
-        election.on_epoch_record(s, ev.epoch_start_offset, t, emit)
+        election.on_epoch_record(
+            s, ev.epoch_start_offset, t, emit, _back_at(s, ctx), ev.high_watermark
+        )
     if s.election is not None:
         election.maybe_decide(s, t, ctx.config, emit)
     if ev.high_watermark is not None:
@@ -278,7 +356,9 @@ def _apply_meta(s: PartitionState, ev: PartitionMeta, ctx: Context, emit: Emitte
         if s.topic_id is not None:
             _new_incarnation(s, ev, t, emit)
         s.topic_id = ev.topic_id
-    if s.leader_epoch >= 0 and ev.leader_epoch < s.leader_epoch:
+    if ev.leader_epoch < s.leader_epoch and _epoch_spike(s, ev, t, emit):
+        pass  # the spiked epoch is gone; this read goes on as the next of the one before
+    elif s.leader_epoch >= 0 and ev.leader_epoch < s.leader_epoch:
         if t - s.meta_at <= ctx.config.clock_skew_ms:
             # A second collector with an older view of the metadata: not evidence.
             s.late_events += 1
@@ -295,6 +375,13 @@ def _apply_meta(s: PartitionState, ev: PartitionMeta, ctx: Context, emit: Emitte
         _forget_incarnation(s)
         emit.condition(K.ELECTION_PENDING, False, t)
 
+    if _leader_conflict(s, ev, t, emit):
+        s.late_events += 1  # held, counted: not applied unless a second read agrees
+        return False
+    if ev.leader_epoch == s.leader_epoch:
+        s.epoch_reads = min(2, s.epoch_reads + 1)  # once, or more
+    else:
+        s.epoch_before, s.epoch_reads = s.leader_epoch, 1
     prev_isr, prev_elr, prev_epoch = s.isr, s.eligible_leader_replicas, s.leader_epoch
     prev_leader = s.leader if s.leader is not None else _last_leader(s)
     before = election.Before(
@@ -342,8 +429,13 @@ def _apply_meta(s: PartitionState, ev: PartitionMeta, ctx: Context, emit: Emitte
             s.leader_epoch = ev.leader_epoch
             if ev.leader is not None and ev.leader != prev_leader:
                 s.leader = prev_leader  # judged against the log as it stood
-                unclean = ctx.topic is None or ctx.topic.unclean_leader_election_enable
-                election.start_election(s, before, ev, ctx.config, emit, unclean)
+                # Not known (no topic_config yet, or its event refused): Kafka's default,
+                # false -- a guess that pages nobody; an unclean election that lost data is
+                # still paged by its loss.
+                unclean = ctx.topic is not None and ctx.topic.unclean_leader_election_enable
+                bs = ctx.broker(s.cluster, ev.leader)
+                back = bs.back_at if bs is not None else -1
+                election.start_election(s, before, ev, ctx.config, emit, unclean, back)
                 s.leader = ev.leader
                 _reset_leader_measurements(s, t)
             else:
@@ -356,7 +448,9 @@ def _apply_meta(s: PartitionState, ev: PartitionMeta, ctx: Context, emit: Emitte
             s.isr = shared(ev.isr)
 
     if ev.epoch_start_offset is not None and ev.leader_epoch == s.leader_epoch:
-        election.on_epoch_record(s, ev.epoch_start_offset, t, emit)
+        election.on_epoch_record(
+            s, ev.epoch_start_offset, t, emit, _back_at(s, ctx), ev.high_watermark
+        )
     election.maybe_decide(s, t, ctx.config, emit)
     if ev.high_watermark is not None:
         _observe_hw(s, ev.high_watermark, t, ctx, emit)
@@ -425,6 +519,7 @@ def _forget_incarnation(s: PartitionState) -> None:
     s.prev_isr = ()
     s.hw = s.max_hw = s.max_hw_at = s.hw_at = -1
     s.suspect_hw = -1
+    s.pending_hw = s.pending_hw_at = -1
     s.replica_states.clear()
     s.reset_leader_leo()
     s.election = None
@@ -475,6 +570,10 @@ def _shrink_cause(s: PartitionState, b: int, t: int, ctx: Context) -> tuple[str,
         return "restarted", f"broker {b}'s log end went back ({rs.leo} -> {rs.suspect_leo})"
     if bs is not None and bs.observed_at >= 0 and t - bs.observed_at > ctx.config.stale_after_ms:
         return "not_answering", f"broker {b} silent for {t - bs.observed_at} ms"
+    if bs is not None and 0 <= t - bs.back_at <= ctx.config.stale_after_ms:
+        # Back (a new process, or answering again) within the last reads: the shrink is its
+        # restart's, not a follower falling behind.
+        return "restarted", f"broker {b} came back at {bs.back_at} (a restart)"
     if rs is not None and rs.lag_ms > 0:
         return (
             "lagging",
@@ -499,6 +598,7 @@ def _reset_leader_measurements(s: PartitionState, t: int) -> None:
     s.hw_caught_up_at = t
     s.hw_lag_ms = 0
     s.suspect_hw = -1
+    s.pending_hw = s.pending_hw_at = -1
 
 
 # --- replica reports (each broker's view of its own log) -----------------------------------
@@ -520,8 +620,10 @@ def _apply_replica(s: PartitionState, ev: ReplicaReport, ctx: Context, emit: Emi
     rs.observed_at = t
     s.last_seen = max(s.last_seen, t)
 
-    if 0 <= leo < rs.leo:
-        if rs.suspect_leo < 0:
+    if 0 <= leo < rs.leo and not _leo_spike(s, ev.broker, rs, leo, t, ctx, emit):
+        # A lower sample is no sample "ahead": the count of those starts again.
+        rs.ahead_samples, rs.ahead_since, rs.ahead_counted_at = 0, -1, t
+        if rs.suspect_leo < 0 and not _restart_explains(s, ev.broker, rs, t, ctx):
             rs.suspect_leo, rs.suspect_at = leo, t  # wait for a second sample to believe it
             if s.election is not None and s.election.leader == ev.broker:
                 election.maybe_decide(s, t, ctx.config, emit)
@@ -533,7 +635,11 @@ def _apply_replica(s: PartitionState, ev: ReplicaReport, ctx: Context, emit: Emi
             return True
         election.truncate(s, ev.broker, rs, leo, t, emit, follower=ev.broker != s.leader)
     rs.suspect_leo = -1
-    rs.leo = leo
+    if leo > rs.leo >= 0:
+        rs.rise_from, rs.rise_epoch = rs.leo, s.leader_epoch
+    elif leo == rs.leo:
+        rs.rise_from = -1  # a second sample at the value: the rise is confirmed
+    rs.leo, rs.leo_at = leo, t
     if rs.must_truncate_to >= 0 and leo <= rs.must_truncate_to:
         rs.must_truncate_to = -1  # truncated to the new epoch's start, as Kafka should
 
@@ -541,19 +647,70 @@ def _apply_replica(s: PartitionState, ev: ReplicaReport, ctx: Context, emit: Emi
         election.maybe_decide(s, t, ctx.config, emit)
     if ev.broker == s.leader:
         _on_leader_sample(s, leo, t, ctx, emit)
-        if ev.high_watermark is not None and ev.high_watermark > s.hw and t >= s.hw_at:
+        hw = ev.high_watermark
+        if hw is not None and s.hw < hw <= max(leo, s.max_hw) and t >= s.hw_at:
             # The leader's own report: fresh enough to measure HW lag, but never compared
             # with the metadata HW for regressions -- two sources sampled at different
             # moments disagree by design (the ``partition`` event's HW is authoritative).
-            s.hw, s.hw_at = ev.high_watermark, t
+            # One above the same page's log end (and every committed HW) is not believed:
+            # kept, it would hide every HW lag until the log passed it.
+            s.hw, s.hw_at = hw, t
             _measure_hw(s, t)
     else:
         _measure_follower(s, rs, t, ctx)
     return True
 
 
+def _back_at(s: PartitionState, ctx: Context) -> int:
+    """When the current leader's broker last came back (-1: never seen to)."""
+    bs = ctx.broker(s.cluster, s.leader) if s.leader is not None else None
+    return bs.back_at if bs is not None else -1
+
+
+def _restart_explains(s: PartitionState, b: int, rs: ReplicaState, t: int, ctx: Context) -> bool:
+    """Whether broker ``b`` came back (answering again, or a new process) between the sample
+    of its log end and this lower one: an independent witness that the drop is real -- a
+    restart truncates what was not flushed (or, before KIP-101, to the HW) -- so one sample
+    is believed, as a second would be."""
+    bs = ctx.broker(s.cluster, b)
+    return bs is not None and 0 <= bs.back_at <= t and bs.back_at > rs.leo_at
+
+
+def _leo_spike(
+    s: PartitionState, b: int, rs: ReplicaState, leo: int, t: int, ctx: Context, emit: Emitter
+) -> bool:
+    """Whether the leader's lower sample ``leo`` says its one sample before was a spike: a
+    rise seen once, under the same leadership, far beyond how fast the log grows (more than
+    four of its fastest rises), and this sample back at or above the value before it. Then
+    that sample never happened as far as the model goes -- said (``telemetry_inconsistent``),
+    taken out of the leader's history (it would make the HW look stuck behind it), and no
+    truncation is judged. A leader's log never goes back within its own leadership."""
+    if b != s.leader or rs.rise_from < 0 or rs.rise_epoch != s.leader_epoch:
+        return False
+    if leo < rs.rise_from or rs.leo - rs.rise_from <= 4 * s.leader_max_step(skip_newest=True):
+        return False
+    emit.event(
+        K.TELEMETRY_INCONSISTENT,
+        t,
+        {
+            "source": "replica",
+            "field": "log_end_offset",
+            "value": rs.leo,
+            "before": rs.rise_from,
+            "after": leo,
+            "leader": s.leader,
+        },
+        broker=b,
+    )
+    s.drop_leader_samples_above(leo)
+    rs.rise_from = -1
+    rs.leo = rs.suspect_leo = -1  # taken below as a first sample
+    return True
+
+
 def _on_leader_sample(s: PartitionState, leo: int, t: int, ctx: Context, emit: Emitter) -> None:
     s.record_leader_leo(t, leo, ctx.config.leo_history)
+    _witness_pending_hw(s, leo, t, ctx, emit)
     for b, rs in s.replica_states.items():
         if b != s.leader:
             _measure_follower(s, rs, t, ctx)
@@ -561,10 +718,17 @@ def _on_leader_sample(s: PartitionState, leo: int, t: int, ctx: Context, emit: E
             # holding more than the leader: impossible unless their logs differ. Strictly
             # before: samples with the same stamp were read concurrently (the collector
             # stamps a round's JMX reads with the round's start), in an unknown order.
-            if s.epoch_started_at <= rs.observed_at < t and rs.leo > leo:
+            # Each follower sample counts once: one sample ahead, read against two leader
+            # samples, is still one sample (a spike of one page must not look confirmed).
+            if (
+                s.epoch_started_at <= rs.observed_at < t
+                and rs.leo > leo
+                and rs.ahead_counted_at != rs.observed_at
+            ):
                 if rs.ahead_samples == 0:
                     rs.ahead_since = t
                 rs.ahead_samples += 1
+                rs.ahead_counted_at = rs.observed_at
     _measure_hw(s, t)
 
 
@@ -623,7 +787,82 @@ def _observe_hw(s: PartitionState, hw: int, t: int, ctx: Context, emit: Emitter)
             },
         )
         s.max_hw, s.max_hw_at = hw, t
+        s.pending_hw = s.pending_hw_at = -1  # a higher one held since proves nothing now
     s.suspect_hw = -1
+    if hw > s.max_hw and not _hw_plausible(s, hw, t, ctx, emit):
+        return
+    _accept_hw(s, hw, t, ctx)
+
+
+def _hw_plausible(s: PartitionState, hw: int, t: int, ctx: Context, emit: Emitter) -> bool:
+    """Whether a new highest HW may be believed now: at most what its leader was seen to
+    hold (a leader's log only grows, and the HW never passes it) -- give or take four of its
+    fastest rises between two samples, since the HW is read after the pages that give the
+    log end (the round's partition event comes last: at load, and with pages read late in
+    the round, its HW passes the leader's sampled log end). A spike beyond that is held
+    (:attr:`PartitionState.pending_hw`) until a witness confirms it -- a later leader sample
+    at or above it (:func:`_witness_pending_hw`), or a second HW sample at or above it; a
+    second HW below it, still above every committed one, says the first was impossible."""
+    if (
+        s.leader_leos
+        and s.leader_last_at() >= s.epoch_started_at
+        and hw <= s.leader_last_leo() + 4 * s.leader_max_step()
+    ):
+        return True
+    if s.pending_hw >= 0:
+        if hw >= s.pending_hw:
+            # A second sample at or above it: the held one is believed; this one is held
+            # next, until its own witness.
+            held, held_at = s.pending_hw, s.pending_hw_at
+            s.pending_hw = s.pending_hw_at = -1
+            _accept_hw(s, held, held_at, ctx)
+        elif s.max_hw >= 0:
+            # Above both neighbours (the committed HW before, this one after): the held
+            # sample is the odd one out.
+            _pending_hw_contradicted(s, t, emit, {"next_high_watermark": hw})
+        # else: the first two samples of a partition disagree -- no telling which is wrong;
+        # the lower is held (a reference too high could only page falsely).
+    s.pending_hw, s.pending_hw_at = hw, t
+    return False
+
+
+def _pending_hw_contradicted(
+    s: PartitionState, t: int, emit: Emitter, witness: dict[str, Any]
+) -> None:
+    emit.event(
+        K.TELEMETRY_INCONSISTENT,
+        t,
+        {
+            "source": "partition",
+            "field": "high_watermark",
+            "value": s.pending_hw,
+            "observed_at": s.pending_hw_at,
+            "committed_hw": s.max_hw,
+            "leader": s.leader,
+            **witness,
+        },
+    )
+    s.pending_hw = s.pending_hw_at = -1
+
+
+def _witness_pending_hw(s: PartitionState, leo: int, t: int, ctx: Context, emit: Emitter) -> None:
+    """A leader sample against the held HW: at or above it (taken at or after it), the HW
+    was real; below it and taken later, the HW was never possible -- the leader did not
+    hold that much even afterwards."""
+    if s.pending_hw < 0 or t < s.pending_hw_at:
+        return
+    if leo >= s.pending_hw:
+        hw, at = s.pending_hw, s.pending_hw_at
+        s.pending_hw = s.pending_hw_at = -1
+        if at >= s.hw_at:
+            _accept_hw(s, hw, at, ctx)
+        elif hw > s.max_hw:
+            s.max_hw, s.max_hw_at = hw, at
+    elif t > s.pending_hw_at:
+        _pending_hw_contradicted(s, t, emit, {"leader_leo": leo, "leader_leo_at": t})
+
+
+def _accept_hw(s: PartitionState, hw: int, t: int, ctx: Context) -> None:
     # Within a leadership the HW only grows: a lower value than the leader's own report
     # (a replica event) is an older read, not news -- regressions are judged above.
     if hw >= s.hw or s.hw_at < s.epoch_started_at:
@@ -688,7 +927,7 @@ def _isr_conditions(s: PartitionState, t: int, ctx: Context, emit: Emitter) -> N
     offline = bool(replicas) and rules.is_offline(s.leader)
     under_replicated = online and rules.is_under_replicated(isr, original)
     moving = bool(s.adding_replicas or s.removing_replicas)
-    under_min = bool(replicas) and rules.is_under_min_isr(isr, min_isr)
+    under_min = bool(replicas) and rules.is_under_min_isr(isr, min_isr, original)
     at_min = online and ctx.min_isr_known and rules.is_at_min_isr(isr, original, min_isr)
     if (
         QUIET_SKIPS

@@ -31,9 +31,17 @@ def is_under_replicated(isr: Sequence[int], replicas: Sequence[int]) -> bool:
     return len(isr) < len(replicas)
 
 
-def is_under_min_isr(isr: Sequence[int], min_isr: int) -> bool:
-    """acks=all produces fail with NotEnoughReplicas: read-only for durable writers."""
-    return len(isr) < min_isr
+def is_under_min_isr(isr: Sequence[int], min_isr: int, replicas: Sequence[int] = ()) -> bool:
+    """acks=all produces fail with NotEnoughReplicas: read-only for durable writers.
+
+    A min ISR above the replica count can never be met -- acks=all writes fail whatever the
+    ISR: a configuration problem (``durability_risk``, ``min_isr_not_below_rf``), not a
+    degradation, so not judged here (nor can one wrong config sample page).
+
+    >>> is_under_min_isr([1], 2, [1, 2, 3]), is_under_min_isr([1, 2, 3], 1000, [1, 2, 3])
+    (True, False)
+    """
+    return len(isr) < min_isr and (not replicas or min_isr <= len(replicas))
 
 
 def is_at_min_isr(isr: Sequence[int], replicas: Sequence[int], min_isr: int) -> bool:
@@ -54,9 +62,13 @@ def election_membership(
     prev_replicas: Sequence[int] = (),
     unclean_allowed: bool = True,
 ) -> str:
-    """What membership says of an election: ``in_last_isr`` (clean), ``outside_last_isr``
-    (unclean), or -- for a new leader outside the last ISR and ELR -- one of three cases
-    membership cannot decide, left to the new leader's log (a loss makes them unclean):
+    """What membership says of an election: ``in_last_isr`` (clean),
+    ``eligible_leader_replica`` (clean: from the ELR of KIP-966 -- a replica that left the
+    ISR while the ISR was at min ISR, so it held the committed HW then and, not having been
+    unclean since, still holds every committed offset; what it lacks is only what was
+    never committed), ``outside_last_isr`` (unclean), or -- for a new leader outside the
+    last ISR and ELR -- one of three cases membership cannot decide, left to the new
+    leader's log (a loss makes them unclean):
 
     - ``reassigned_to``: it was a replica a running reassignment was adding, or not a
       replica at all when last seen (a move that began and ended between two reads: a small
@@ -78,6 +90,8 @@ def election_membership(
       controller's counter says so (``unclean_election`` with ``witness:
       controller_counter``).
 
+    >>> election_membership(3, prev_isr=(), prev_elr=(3,), new_isr=(3,), prev_adding=())
+    'eligible_leader_replica'
     >>> election_membership(3, prev_isr=(2, 1), prev_elr=(), new_isr=(1, 3), prev_adding=())
     'rejoined_with_last_isr'
     >>> election_membership(3, prev_isr=(2,), prev_elr=(), new_isr=(3,), prev_adding=(3,))
@@ -92,6 +106,8 @@ def election_membership(
     ...                     prev_replicas=(1, 2), unclean_allowed=False)
     'outside_last_isr_unclean_disabled'
     """
+    if new_leader is not None and new_leader not in prev_isr and new_leader in prev_elr:
+        return "eligible_leader_replica"
     if new_leader is None or not is_unclean_election(new_leader, prev_isr, prev_elr):
         return "in_last_isr"
     if new_leader in prev_adding or (prev_replicas and new_leader not in prev_replicas):

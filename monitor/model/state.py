@@ -130,6 +130,16 @@ class ReplicaState:
     #: (epoch, LEO before, LEO after) of the last truncation reported, so that a stale
     #: second collector replaying the same drop does not report it twice.
     last_truncation: tuple[int, int, int] = (-1, -1, -1)
+    #: The follower sample last counted in :attr:`ahead_samples` (each sample counts once).
+    ahead_counted_at: int = -1
+    #: The LEO before its last rise, and the epoch of that rise, while the rise has been
+    #: seen in one sample only (-1: none, or confirmed by a second sample at or above it).
+    #: A drop back to at least the value before, in the same leadership, contradicts the
+    #: one sample: a spike of the telemetry (``telemetry_inconsistent``), not a truncation.
+    rise_from: int = -1
+    rise_epoch: int = -1
+    #: When :attr:`leo` was sampled (``observed_at`` moves on with a held lower sample).
+    leo_at: int = -1
 
 
 @dataclass(slots=True)
@@ -197,6 +207,19 @@ class PartitionState:
     #: An instant at which some followers were left unjudged (their sample of the round
     #: may still come); they are judged at the partition's next later instant. -1: none.
     deferred_at: int = -1
+    #: An HW above everything its leader was seen to hold, and when: held until a witness
+    #: confirms it (a later leader sample at or above it, or a second HW sample at or above
+    #: it) -- one impossible sample never becomes the committed reference. -1: none.
+    pending_hw: int = -1
+    pending_hw_at: int = -1
+    #: Metadata reads showing the current epoch, and the epoch before it: an epoch seen in
+    #: one read and then gone back to (at least) the one before was a spike of that read.
+    epoch_reads: int = 0
+    epoch_before: int = -1
+    #: A read naming another leader at the same epoch (impossible: a new leader bumps the
+    #: epoch), held until a second read says the same (-1: none), and when.
+    pending_leader: int = -1
+    pending_leader_at: int = -1
 
     @property
     def key(self) -> tuple[str, str, int]:
@@ -244,6 +267,22 @@ class PartitionState:
     def leader_last_leo(self) -> int:
         """The leader's LEO in its newest sample (-1: no sample)."""
         return self.leader_leos[-1] + self.leos_base_leo if self.leader_leos else -1
+
+    def leader_max_step(self, skip_newest: bool = False) -> int:
+        """The most the leader's LEO rose between two of its kept samples (0: fewer), the
+        newest left out with ``skip_newest``."""
+        h = self.leader_leos
+        end = len(h) - 2 if skip_newest else len(h)
+        return max((h[i] - h[i - 2] for i in range(3, end, 2)), default=0)
+
+    def drop_leader_samples_above(self, leo: int) -> None:
+        """Forget the leader's samples above ``leo`` (one found to be a spike)."""
+        h, base = self.leader_leos, self.leos_base_leo
+        kept = [x for i in range(0, len(h), 2) if h[i + 1] + base <= leo for x in h[i : i + 2]]
+        self.leader_leos = array(h.typecode, kept)
+        self.leader_leos_rising = all(
+            kept[i] >= kept[i - 2] and kept[i + 1] >= kept[i - 1] for i in range(2, len(kept), 2)
+        )
 
     def leader_samples(self) -> int:
         """How many samples of the leader's LEO the history holds."""
@@ -335,3 +374,9 @@ class BrokerState:
     unclean_counted_since: int = -1
     #: The process start the counter's baseline belongs to (None: not reported).
     started_at: int | None = None
+    #: When the broker was last seen coming back: answering again after not answering, or
+    #: reporting a process start that moved (-1: never). A witness that a replica's log end
+    #: going back is a restart's truncation, not a bad sample.
+    back_at: int = -1
+    #: The process start of its last report (None: not reported).
+    process_started_at: int | None = None

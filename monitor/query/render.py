@@ -62,6 +62,10 @@ SUMMARIES: dict[str, _Summary] = {
         + (", and its log lacks committed offsets" if d.get("witness") == "loss" else "")
         + f"); its LEO {d['start_offset']} vs committed HW {d['committed_hw_before']}"
     ),
+    "telemetry_inconsistent": lambda d: (
+        f"{d['source']} {d['field']} {d['value']} contradicted by the reads around it; "
+        "held back, never judged on"
+    ),
     "election_unverified": lambda d: (
         f"leader {d['leader']} (epoch {d['epoch']}): loss not verified"
         + (

@@ -100,9 +100,11 @@ def test_a_record_above_a_sampled_verdict_does_not_raise_the_committed_hw() -> N
     """Found by the stream property test: a loss judged on a sample (LEO 0, HW 1), then the
     epoch record says the leader held 2. The paged loss stands; the committed reference is
     rebased to what the new leader holds but never above the HW that was committed (1): the
-    next election is judged against 1, a HW the stream showed, not 2."""
+    next election is judged against 1, a HW the stream showed, not 2. (HW 1 read twice: a
+    first HW read once is held until confirmed -- test_impossible_samples.)"""
     tl = Timeline(topic="p")
     tl.meta(leader=None, epoch=0, replicas=[1, 2, 3], isr=[], hw=1)
+    tl.advance(1).meta(leader=None, epoch=0, replicas=[1, 2, 3], isr=[], hw=1)
     tl.advance(1).replica(1, leo=0)
     tl.meta(leader=1, epoch=5, replicas=[1, 2, 3], isr=[])
     tl.advance(1).replica(1, leo=0)
