@@ -16,12 +16,19 @@ line-by-line reading it falls back to (:func:`jmx.parse_lines`: the parser befor
 ``--page FILE``: the same figures on a page saved from a real exporter (``curl
 http://127.0.0.1:PORT/metrics > FILE`` on a lab broker), in the profile :func:`jmx.detect`
 finds, per replica whose log end is on it.
+
+``--adversarial``: pages a misbehaving exporter could serve (issue 50) -- an unclosed label
+of 5 to 80 kB, every series of the page twice, and pages of 5 to 50 MB of lines in another
+shape (read line by line): per page, the µs per line of :func:`jmx.parse` (flat across
+sizes: linear), and the longest the collector's round loop stalls while a page reader
+thread parses it (the main thread asks for the interpreter every millisecond).
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import threading
 import time
 from collections.abc import Callable, Iterable
 
@@ -118,12 +125,74 @@ def cpu_best(f: Callable[[], object], runs: int) -> float:
     return best
 
 
+def longest_stall(f: Callable[[], object]) -> tuple[float, float]:
+    """(wall seconds of ``f`` in a thread, the longest the main thread waited meanwhile to
+    run again after a 1 ms sleep): a page reader's parse against the round loop."""
+    done = threading.Event()
+    took: list[float] = []
+
+    def reader() -> None:
+        t0 = time.perf_counter()
+        f()
+        took.append(time.perf_counter() - t0)
+        done.set()
+
+    thread = threading.Thread(target=reader)
+    worst, thread_started = 0.0, False
+    while not done.is_set():
+        t0 = time.perf_counter()
+        if not thread_started:
+            thread.start()
+            thread_started = True
+        time.sleep(0.001)
+        worst = max(worst, time.perf_counter() - t0 - 0.001)
+    thread.join()
+    return took[0], worst
+
+
+def adversarial_pages(replicas: int) -> list[tuple[str, str]]:
+    """(what, page) of the pages ``--adversarial`` reads."""
+    names = PROFILES["monitor"]
+    base = broker_page(names, CLIENT["monitor"], replicas)
+    out = []
+    for kb in (5, 20, 40, 80):
+        line = f'{names.log_end_offset}{{partition="5",topic="' + "a" * (kb * 1000) + "\n"
+        out.append((f"unclosed label {kb} kB", base + line))
+    doubled = "".join(line + "\n" + line + "\n" for line in base.splitlines())
+    out.append(("every series twice", doubled))
+    # Another shape: labels in the other order -- read line by line, as any odd page is.
+    odd = "".join(
+        f'{names.log_end_offset}{{topic="t{i // 100}",partition="{i % 100}"}} {i}.0\n'
+        for i in range(50_000)
+    )
+    for mb in (5, 20, 50):
+        out.append((f"irregular {mb} MB", odd * max(1, round(mb * 1e6 / len(odd)))))
+    return out
+
+
+def adversarial(replicas: int, runs: int) -> None:
+    names = PROFILES["monitor"]
+    for what, text in adversarial_pages(replicas):
+        lines = text.count("\n")
+        cpu = cpu_best(lambda: parse(text, names), runs)  # noqa: B023 -- run at once
+        wall, stall = longest_stall(lambda: parse(text, names))  # noqa: B023
+        print(
+            f"{what:22} {len(text) / 1e6:6.1f} MB {lines:>9,} lines: parse {cpu * 1e3:8.1f} ms "
+            f"({cpu / lines * 1e6:.2f} µs/line), in a thread {wall * 1e3:8.1f} ms, "
+            f"round loop's longest stall {stall * 1e3:7.1f} ms"
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--replicas", type=int, default=10_000)
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--page", help="a saved exporter page, instead of synthetic ones")
+    ap.add_argument("--adversarial", action="store_true", help="hostile pages (issue 50)")
     args = ap.parse_args()
+    if args.adversarial:
+        adversarial(args.replicas, max(1, args.runs // 5))
+        return
     if args.page:
         try:
             with open(args.page, encoding="utf-8") as f:

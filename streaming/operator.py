@@ -279,8 +279,13 @@ class Delta:
     partitions: dict[tuple[str, str, int], PartitionState | None]
     topics: dict[tuple[str, str], TopicState | None]
     brokers: dict[tuple[str, int], BrokerState]
+    #: Partitions forgotten (their topic deleted) and created again in the batch: a new
+    #: history, last in the model's order as in the live model (ticks walk that order).
+    renewed: tuple[tuple[str, str, int], ...] = ()
 
     def apply_to(self, bucket: Bucket) -> None:
+        for k in self.renewed:
+            bucket.model.partitions.pop(k, None)
         bucket.model.restore(self.partitions, self.topics, self.brokers)
         _restore_header(bucket, self.header)
 
@@ -488,7 +493,7 @@ def _model_from(cls: type[ClusterModel], state: dict[str, Any]) -> ClusterModel:
 
 
 def _reduce_delta(d: Delta) -> tuple[Any, tuple[Any, ...]]:
-    return (Delta, (d.header, _Packed(d.partitions), d.topics, d.brokers))
+    return (Delta, (d.header, _Packed(d.partitions), d.topics, d.brokers, d.renewed))
 
 
 #: What the pickler is given: the dataclasses' reducers, and the packed partitions of a
@@ -1016,10 +1021,12 @@ class BucketStore:
         partitions: dict[tuple[str, str, int], PartitionState | None],
         topics: dict[tuple[str, str], TopicState | None],
         inputs: list[list[str]] | None = None,
+        renewed: tuple[tuple[str, str, int], ...] = (),
     ) -> int:
         """Write the batch's delta (and a snapshot when due); return the bytes stored.
 
-        ``inputs``: the batch's payloads, per frame (None: a tick), for a :class:`Replay`."""
+        ``inputs``: the batch's payloads, per frame (None: a tick), for a :class:`Replay`;
+        ``renewed``: :attr:`Delta.renewed`."""
         if state.model.deleted or "deleted" in state.extra:
             # The model's tombstones travel in the header (a delta carries no model field).
             state.extra["deleted"] = dict(state.model.deleted)
@@ -1054,7 +1061,15 @@ class BucketStore:
                 self.deltas.removeKey((seq,))
             self.saved = "snapshot"
         else:
-            delta = Delta(_header(state), partitions, topics, dict(state.model.brokers))
+            if renewed:
+                # New keys are restored in the delta's order: the live model's, as a renewed
+                # key came after ones first touched after it (rare: a topic deleted and
+                # listed again in one batch, so the walk of the model is paid then only).
+                live = state.model.partitions
+                partitions = {k: partitions[k] for k in live if k in partitions} | {
+                    k: None for k, v in partitions.items() if v is None
+                }
+            delta = Delta(_header(state), partitions, topics, dict(state.model.brokers), renewed)
             meta = self._append(old, tag, delta)
             self.saved = "delta"
             if (
@@ -1188,11 +1203,15 @@ def _forgotten(
     model: ClusterModel,
     partitions: dict[tuple[str, str, int], PartitionState | None],
     topics: dict[tuple[str, str], TopicState | None],
+    renewed: list[tuple[str, str, int]] | None = None,
 ) -> list[tuple[PartitionState, int]]:
     """What the model forgot in this call (deleted topics): ``None`` in the delta's
-    ``partitions`` and ``topics``; the partitions, for their tombstone rows."""
+    ``partitions`` and ``topics``; the partitions, for their tombstone rows. Into
+    ``renewed``: those listed again since (:attr:`Delta.renewed`)."""
     gone, gone_topics = model.take_forgotten()
     # (a topic deleted and listed again in one call is a new history, not gone)
+    if renewed is not None:
+        renewed.extend(ps.key for ps, _ in gone if ps.key in model.partitions)
     gone = [(ps, at) for ps, at in gone if ps.key not in model.partitions]
     for ps, _ in gone:
         partitions[ps.key] = None
@@ -1378,8 +1397,9 @@ class BucketProcessor(StatefulProcessor):
         state.events += n_events
         state.duplicates += n_dup
         self._ensure_timer(state, now)
-        gone = _forgotten(model, touched, topics)
-        size = store.save(state, touched, topics, inputs)
+        renewed: list[tuple[str, str, int]] = []
+        gone = _forgotten(model, touched, topics, renewed)
+        size = store.save(state, touched, topics, inputs, tuple(renewed))
         prof.mark(f"save_{store.saved}")
         out.findings(bucket, findings)
         if self.settings.emit_state:
@@ -1437,8 +1457,9 @@ class BucketProcessor(StatefulProcessor):
             k: ps for k, ps in model.partitions.items() if ps.open or k in keys
         }
         topics: dict[tuple[str, str], TopicState | None] = {}
-        gone = _forgotten(model, changed, topics)
-        store.save(state, changed, topics)
+        renewed: list[tuple[str, str, int]] = []
+        gone = _forgotten(model, changed, topics, renewed)
+        store.save(state, changed, topics, renewed=tuple(renewed))
         out.findings(bucket, findings)
         keys = {k for k in keys if k in model.partitions}
         if self.settings.emit_state and (keys or gone):

@@ -54,7 +54,105 @@ from pydantic import BaseModel, ConfigDict
 from monitor import __version__
 from monitor.contract.events import INT64_MAX
 
-_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+#: One label of a sample, matched where it must begin (never searched for: an unclosed
+#: label fails once, in time linear in its length -- a search from every position was
+#: quadratic, 12 s for an unclosed 40 kB label, holding the interpreter lock). Groups: the
+#: name, the value as written (escapes ``\\``, ``\"``, ``\n``), the comma after it.
+_LABEL_AT = re.compile(
+    r'[ \t]*([a-zA-Z_][a-zA-Z0-9_]*)[ \t]*=[ \t]*"((?:[^"\\\n]|\\.)*)"[ \t]*(,?)'
+)
+_ESCAPE = re.compile(r"\\(.)")
+#: A timestamp after a sample's value: milliseconds, an integer (the text format's).
+_TIMESTAMP = re.compile(r"-?[0-9]+")
+#: Integers up to this are exactly what ``float()`` reads of their text.
+_EXACT = 2**53
+
+
+def _unescape(value: str) -> str:
+    r"""A label value as the text format writes it, unescaped.
+
+    >>> _unescape(r'a\"b\\c\nd')
+    'a"b\\c\nd'
+    """
+    if "\\" not in value:
+        return value
+    return _ESCAPE.sub(lambda m: "\n" if m[1] == "n" else m[1], value)
+
+
+def _sample(line: str) -> tuple[str, dict[str, str] | None, str] | None:
+    """A sample line's metric name, labels (None: none) and value text -- the timestamp
+    after it checked and let go -- or None for a line that is not one.
+
+    >>> _sample('m{topic="t",partition="0"} 100.0 1700000000000')
+    ('m', {'topic': 't', 'partition': '0'}, '100.0')
+    >>> _sample('m{topic="t} 1'), _sample("m 1 x"), _sample('m{a="1",a="2"} 1')
+    (None, None, None)
+    """
+    brace = line.find("{")
+    if brace < 0:
+        parts = line.split()
+        labels = None
+    else:
+        labels = {}
+        pos, n = brace + 1, len(line)
+        while True:
+            while pos < n and line[pos] in " \t":
+                pos += 1
+            if pos < n and line[pos] == "}":
+                break
+            m = _LABEL_AT.match(line, pos)
+            if m is None or m[1] in labels:
+                return None  # unclosed, malformed, or a label twice
+            labels[m[1]] = _unescape(m[2])
+            pos = m.end()
+            if not m[3]:
+                while pos < n and line[pos] in " \t":
+                    pos += 1
+                if pos >= n or line[pos] != "}":
+                    return None
+                break
+        parts = [line[:brace].strip(), *line[pos + 1 :].split()]
+    if len(parts) == 3 and _TIMESTAMP.fullmatch(parts[2]):
+        parts.pop()
+    if len(parts) != 2 or not parts[0]:
+        return None
+    return parts[0], labels, parts[1]
+
+
+def _float(text: str) -> float:
+    """``float()`` of a value as the text format writes it -- ASCII, no ``_`` and no
+    spaces (Python's own ``float()`` reads ``"1_0"`` as 10 and an Arabic-Indic digit as
+    its number); ValueError for anything else.
+
+    >>> _float("1.2345678E7"), _float("+Inf")
+    (12345678.0, inf)
+    """
+    if not text.isascii() or "_" in text or text != text.strip():
+        raise ValueError(text)
+    return float(text)
+
+
+def _offset(text: str, lag: bool = False) -> int | str:
+    """A value that must be a whole number in [0, 2^63) -- an offset, a count, a lag -- as
+    an int, or why it cannot be read (a reason of :data:`DROP_REASONS`). Exact: above 2^53
+    a float cannot say which integer, so only digits are read there.
+
+    >>> _offset("226.0"), _offset("1.9"), _offset("9007199254740993"), _offset("1e17")
+    (226, 'not_integer', 9007199254740993, 'imprecise')
+    """
+    try:
+        f = _float(text)
+    except ValueError:
+        return "unreadable"
+    if not 0.0 <= f < _EXACT:  # False for NaN too
+        digits, _, zeros = text.lstrip("+").partition(".")
+        if f >= _EXACT and digits.isdigit() and zeros.strip("0") == "":
+            exact = int(digits)  # written in digits: exact at any size
+            return exact if exact <= INT64_MAX else "out_of_range"
+        if not 0.0 <= f < _BOUND:
+            return _unusable(f, lag)
+        return "imprecise"  # whole, as all floats this large are -- but which one?
+    return int(f) if f.is_integer() else "not_integer"
 
 
 class JmxNames(BaseModel):
@@ -153,6 +251,9 @@ DROP_REASONS = (
     "negative",  # below 0, where an offset, a count or a lag cannot be
     "unknown_lag",  # ConsumerLag's -1: a fetcher that has not fetched yet (Kafka's "unknown")
     "out_of_range",  # at or beyond 2^63: no offset or count of the contract is that large
+    "not_integer",  # an offset, a count or a lag that is not a whole number (1.9)
+    "imprecise",  # above 2^53 written as a float (1e17): no telling which integer it is
+    "duplicate",  # a series listed twice on the page: each of its samples, none believed
 )
 #: Every value read must be in [0, 2^63): the contract's offsets and counts are 64-bit
 #: (a float compares exactly with it; the largest float below is 2^63 - 1024).
@@ -390,55 +491,80 @@ class _Lines:
             names.unclean_elections: "unclean_elections_total",
         }
         self.process_start = names.process_start
+        self.counters: dict[str, int] = {}
+        self.starts: dict[str, int] = {}
+        #: Keys read twice, and keys whose one value could not be read, by family.
+        self.twice: dict[int, set[Any]] = {}
+        self.unread: dict[int, set[Any]] = {}
 
     def read(self, line: str) -> None:
         if not line or line[0] == "#":
             return
-        out = self.out
-        dropped = out.dropped
-        brace = line.find("{")
-        space = line.rfind(" ")
-        name = line[:brace] if brace > 0 else line[:space]
-        target = self.per_partition.get(name)
-        if target is not None and brace > 0:
-            labels = dict(_LABEL.findall(line[brace : line.rfind("}")]))
+        # The family: the name up to "{" or a space (as the bulk reading finds its lines).
+        brace, space = line.find("{"), line.find(" ")
+        cut = brace if brace > 0 and (space < 0 or brace < space) else space
+        head = line[:cut] if cut > 0 else ""
+        target = self.per_partition.get(head)
+        scalar = self.scalars.get(head)
+        if target is None and scalar is None and head != self.process_start:
+            return  # a family nobody reads (or no value at all): not parsed
+        dropped = self.out.dropped
+        sample = _sample(line)
+        if sample is None:
+            dropped["unreadable"] += 1
+            return
+        name, labels, text = sample
+        if target is not None and labels is not None:
             lag = target is self.fetch_lag
             if lag and any(labels.get(c, "").startswith(_NOT_A_FOLLOWER) for c in _CLIENT_LABELS):
                 return
-            try:
-                key = (labels["topic"], int(labels["partition"]))
-                value = float(line[space + 1 :])
-            except (KeyError, ValueError):
+            partition = labels.get("partition", "")
+            if "topic" not in labels or not (partition.isascii() and partition.isdigit()):
                 dropped["unreadable"] += 1
                 return
-            if 0.0 <= value < _BOUND:  # False for NaN too
-                target[key] = int(value)
-            else:
-                dropped[_unusable(value, lag)] += 1
-        elif name in self.scalars:
-            try:
-                value = float(line[space + 1 :])
-            except ValueError:
-                dropped["unreadable"] += 1
-                return
-            if 0.0 <= value < _BOUND:
-                out.counters[self.scalars[name]] = int(value)
-            else:
-                dropped[_unusable(value, False)] += 1
+            self._take(target, (labels["topic"], int(partition)), _offset(text, lag))
+        elif scalar is not None:
+            self._take(self.counters, scalar, _offset(text))
         elif name == self.process_start:
             try:
-                value = float(line[space + 1 :]) * 1000
+                value = _float(text) * 1000
             except ValueError:
                 dropped["unreadable"] += 1
                 return
             if 0.0 <= value < _BOUND:
-                out.started_at = round(value)
+                self._take(self.starts, name, round(value))
             else:
                 dropped[_unusable(value, False)] += 1
+        # else: a per-partition family's series without labels -- no replica's: not read
+
+    def _take(self, into: dict[Any, int], key: Any, value: int | str) -> None:
+        """``value`` (or why it cannot be read) for ``key``; a key read twice is a series
+        listed twice -- both dropped, counted, and any later one too: never last-wins."""
+        dropped = self.out.dropped
+        if key in self.twice.get(id(into), ()):
+            dropped["duplicate"] += 1
+            return
+        if key in into or key in self.unread.get(id(into), ()):
+            dropped["duplicate"] += 2 if key in into else 1
+            into.pop(key, None)
+            self.twice.setdefault(id(into), set()).add(key)
+            return
+        if isinstance(value, str):
+            dropped[value] += 1
+            self.unread.setdefault(id(into), set()).add(key)
+            return
+        into[key] = value
+
+    def scalars_read(self) -> None:
+        """Into the scrape: the counters and the JVM's start read (once all lines are)."""
+        self.out.counters.update(self.counters)
+        if self.process_start in self.starts:
+            self.out.started_at = self.starts[self.process_start]
 
     def scrape(self) -> BrokerScrape:
         """The scrape, its replicas' readings gathered from the families read."""
         leo, start, lag, out = self.leo, self.log_start, self.fetch_lag, self.out
+        self.scalars_read()
         out.keys, out.ends = list(leo), list(leo.values())
         out.starts = list(map(start.get, leo))
         out.lags = list(map(lag.get, leo))
@@ -453,9 +579,25 @@ def parse_lines(text: str, names: JmxNames) -> BrokerScrape:
     """:func:`parse`, one line at a time: the reference (what :func:`parse` must give for
     every page), and how a page that cannot be read in bulk is read."""
     lines = _Lines(names, BrokerScrape())
-    for line in text.splitlines():
+    for line in _lines_of(text):
         lines.read(line)
     return lines.scrape()
+
+
+#: The text split into lines a piece of about this many characters at a time: one call of
+#: ``splitlines`` on a 50 MB page held the interpreter 60 ms (the round loop with it).
+_PIECE = 256 * 1024
+
+
+def _lines_of(text: str) -> Iterator[str]:
+    """``text.splitlines()``, a piece at a time (each piece ends after a ``\n``), so that
+    a page reader's thread lets the round loop run between pieces."""
+    at, n = 0, len(text)
+    while at < n:
+        end = text.find("\n", at + _PIECE)
+        end = n if end < 0 else end + 1
+        yield from text[at:end].splitlines()
+        at = end
 
 
 #: Line breaks ``str.splitlines`` knows besides ``\n``: a page holding one is read line by
@@ -579,9 +721,13 @@ def parse(text: str, names: JmxNames) -> BrokerScrape:
         or (not text.isascii() and any(c in text for c in _OTHER_BREAKS))
     ):
         return parse_lines(text, names)
-    # Every line after a line break: a page that starts with a comment (# HELP) as is, else
-    # with one before it (a copy of the page).
-    page = text if text.startswith("#") else "\n" + text
+    # Every line read after a line break: a page whose first line is a sample of a family
+    # read gets one before it (a copy of the page).
+    # (Prepended only when the first line is a sample of a family read: a copy of a 50 MB
+    # page held the interpreter 23 ms.)
+    first = text[: text.find("\n") + 1 or len(text)]
+    ours = (h[1:] for h in (*bulk.heads, *(n for _, g in bulk.others for n in g)))
+    page = "\n" + text if any(first.startswith(h) for h in ours) else text
     try:
         return _parse_bulk(page, names, bulk)
     except _Irregular:
@@ -605,28 +751,74 @@ def _partitions(texts: list[str]) -> list[int]:
     return ints  # type: ignore[return-value]  # no None in it
 
 
+def _findall(pattern: re.Pattern[str], page: str, start: int, end: int) -> list[Any]:
+    """``pattern.findall(page, start, end)`` a piece at a time (:data:`_PIECE`; each piece
+    ends before a ``\n``, where a family's line begins): one search of a 50 MB family block
+    held the interpreter -- and the round loop -- for the whole of it."""
+    if end - start <= _PIECE:
+        return pattern.findall(page, start, end)
+    out: list[Any] = []
+    while start < end:
+        cut = page.find("\n", start + _PIECE, end)
+        cut = end if cut < 0 else cut
+        out += pattern.findall(page, start, cut)
+        start = cut
+    return out
+
+
+def _count(page: str, sub: str, start: int, end: int) -> int:
+    """``page.count(sub, start, end)`` a piece at a time (``sub`` begins with ``\n``, so a
+    piece ending before a ``\n`` cuts none of its occurrences)."""
+    n = 0
+    while end - start > _PIECE:
+        cut = page.find("\n", start + _PIECE, end)
+        if cut < 0:
+            break
+        n += page.count(sub, start, cut)
+        start = cut
+    return n + page.count(sub, start, end)
+
+
+def _find(page: str, sub: str, last: bool = False) -> int:
+    """``page.find(sub)`` (``rfind`` with ``last``) a piece at a time: a family not on a
+    50 MB page was looked for in one call of 27 ms, the round loop held all along."""
+    n, step = len(page), _PIECE
+    if n <= step:
+        return page.rfind(sub) if last else page.find(sub)
+    overlap = len(sub) - 1
+    if last:
+        for end in range(n, 0, -step):
+            at = page.rfind(sub, max(0, end - step - overlap), end)
+            if at >= 0:
+                return at
+        return -1
+    for start in range(0, n, step):
+        at = page.find(sub, start, start + step + overlap)
+        if at >= 0:
+            return at
+    return -1
+
+
 def _block(page: str, head: str) -> tuple[int, int, int]:
     """Where a family's lines are -- from its first to the end of its last -- and how many
     lines that is, the family's and any other's (0, 0, 0: none of the family's)."""
-    first = page.find(head)
+    first = _find(page, head)
     if first < 0:
         return 0, 0, 0
-    end = page.find("\n", page.rfind(head) + 1)
+    end = page.find("\n", _find(page, head, last=True) + 1)
     end = len(page) if end < 0 else end
-    return first, end, page.count("\n", first, end)
+    return first, end, _count(page, "\n", first, end)
 
 
 def _all_read(page: str, head: str, block: tuple[int, int, int], read: int) -> bool:
     """Whether ``read`` lines are all the family's in ``block`` (its lines, and others'
     amid them: a page whose families are not each one block)."""
     first, end, lines = block
-    return read == lines or read == page.count(head, first, end)
+    return read == lines or read == _count(page, head, first, end)
 
 
 #: A value's text without its last two characters (its ".0").
 _DIGITS = operator.itemgetter(slice(None, -2))
-#: Integers below this are exactly what float() reads of their digits.
-_EXACT = 2**53
 #: Where a replica's series is not on the page (a leader's lag), in a joined column.
 _ABSENT = object()
 
@@ -638,7 +830,8 @@ def _values(texts: list[str], lag: bool, dropped: Counter[str]) -> tuple[list[in
     if not texts:
         return [], False
     joined = "\n".join(texts)
-    if joined.count(".0\n") == len(texts) - 1 and joined.endswith(".0"):
+    strict = joined.isascii() and "_" not in joined  # what _float reads as float() does
+    if strict and joined.count(".0\n") == len(texts) - 1 and joined.endswith(".0"):
         # Each ends with ".0" -- as Java prints an integral double under 10^7: a log start,
         # a lag. int() of the digits is float()'s value while under 2^53 (exactly
         # represented), and takes half the time.
@@ -649,26 +842,23 @@ def _values(texts: list[str], lag: bool, dropped: Counter[str]) -> tuple[list[in
         if ints is not None and min(ints) >= 0 and max(ints) < _EXACT:
             return ints, False  # type: ignore[return-value]  # list[int] is list[int | None]
     try:
-        floats = list(map(float, texts))
+        floats = list(map(float, texts)) if strict else None
     except ValueError:
         floats = None
     if floats is not None:
         total = sum(floats)  # NaN if one is
-        if not floats or (total == total and min(floats) >= 0.0 and max(floats) < _BOUND):
-            return list(map(int, floats)), False
+        if total == total and min(floats) >= 0.0 and max(floats) < _EXACT:
+            ints = list(map(int, floats))
+            if ints == floats:  # each a whole number (int == float compares the value)
+                return ints, False  # type: ignore[return-value]  # list[int | None]
     values: list[int | None] = []
     for text in texts:
-        try:
-            f = float(text)
-        except ValueError:
-            dropped["unreadable"] += 1
+        value = _offset(text, lag)
+        if isinstance(value, str):
+            dropped[value] += 1
             values.append(None)
-            continue
-        if 0.0 <= f < _BOUND:  # False for NaN too
-            values.append(int(f))
         else:
-            dropped[_unusable(f, lag)] += 1
-            values.append(None)
+            values.append(value)
     return values, True
 
 
@@ -714,7 +904,7 @@ def _parse_bulk(page: str, names: JmxNames, bulk: _Bulk) -> BrokerScrape:
     (leo_at, leo_end, _), (ls_at, ls_end, _), (lag_at, lag_end, _) = blocks
     first, second = operator.itemgetter(0), operator.itemgetter(1)
     # The log ends: every line of the family of the one shape read here.
-    ends = bulk.leo.findall(page, leo_at, leo_end)
+    ends = _findall(bulk.leo, page, leo_at, leo_end)
     if not _all_read(page, bulk.heads[0], blocks[0], len(ends)):
         raise _Irregular
     labels = list(map(first, ends))
@@ -725,7 +915,7 @@ def _parse_bulk(page: str, names: JmxNames, bulk: _Bulk) -> BrokerScrape:
     end_values, _ = _values(list(map(operator.itemgetter(3), ends)), False, dropped)
     del ends
     # The log starts.
-    start_texts = bulk.log_start_values.findall(page, ls_at, ls_end)
+    start_texts = _findall(bulk.log_start_values, page, ls_at, ls_end)
     if not _all_read(page, bulk.heads[1], blocks[1], len(start_texts)) or " " in "\n".join(
         start_texts
     ):
@@ -738,18 +928,18 @@ def _parse_bulk(page: str, names: JmxNames, bulk: _Bulk) -> BrokerScrape:
         starts, _ = _values(start_texts, False, dropped)
         taken = len(starts)
     else:
-        start_rows = bulk.log_start.findall(page, ls_at, ls_end)
+        start_rows = _findall(bulk.log_start, page, ls_at, ls_end)
         starts, taken = _joined(start_rows, labels, False, dropped)
     n_starts = len(start_texts)
     del start_texts
     # The followers' lags.
     if page.find(_NOT_A_FOLLOWER, lag_at, lag_end) >= 0:  # a move between log directories
-        with_clients = bulk.lag_clients.findall(page, lag_at, lag_end)
+        with_clients = _findall(bulk.lag_clients, page, lag_at, lag_end)
         n = len(with_clients)
         lag_rows = [(k, v) for c, k, v in with_clients if not c.startswith(_NOT_A_FOLLOWER)]
         del with_clients
     else:
-        lag_rows = bulk.lag.findall(page, lag_at, lag_end)
+        lag_rows = _findall(bulk.lag, page, lag_at, lag_end)
         n = len(lag_rows)
     if not _all_read(page, bulk.heads[2], blocks[2], n) or " " in "".join(map(second, lag_rows)):
         raise _Irregular
@@ -790,6 +980,7 @@ def _parse_bulk(page: str, names: JmxNames, bulk: _Bulk) -> BrokerScrape:
                     if page.startswith(head, at) and page[after : after + 1] in ("{", " "):
                         lines.read(page[at + 1 : end])
                 at = page.find(prefix, end, stop)
+    lines.scalars_read()
     out.checked = True  # keys (interned str, int), values from _values or int() of digits
     return out
 
@@ -816,11 +1007,8 @@ def _without_log_end(
             if key in replicas:
                 raise _Irregular
             reading = found.setdefault(key, [None, None, None])
-            try:
-                f = float(text)
-            except ValueError:
-                continue
-            reading[i + 1] = int(f) if 0.0 <= f < _BOUND else None
+            value = _offset(text, lag=i == 1)
+            reading[i + 1] = None if isinstance(value, str) else value
     for key, (end, start, lag) in found.items():
         if start is not None or lag is not None:
             out.others[key] = (end, start, lag)

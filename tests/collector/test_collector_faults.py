@@ -142,13 +142,14 @@ def test_an_event_that_breaks_the_contract_is_left_out_and_counted(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """What parsing cannot judge the contract does: a replica whose topic label is no legal
-    Kafka topic name, one with a negative partition id. Each of those events is left out
+    Kafka topic name, one with a partition id beyond Kafka's int32 (a negative one is not
+    even a sample: the page's reading takes ASCII digits only). Each of those events is left out
     and counted by kind and field -- never by value -- and the round goes on (before: a
     ValidationError out of ``round()``, the whole round lost, every broker's events)."""
     page = (
         GOOD
         + 'kafka_log_log_end_offset{partition="0",topic="no/such topic"} 5.0\n'
-        + 'kafka_log_log_end_offset{partition="-1",topic="orders"} 5.0\n'
+        + 'kafka_log_log_end_offset{partition="4294967296",topic="orders"} 5.0\n'
     )
     c = offline_collector(monkeypatch, {1: page, 2: GOOD}, brokers=2, workers=2)
     res = _round(c)

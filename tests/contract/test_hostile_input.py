@@ -74,3 +74,16 @@ def test_parse_raises_only_event_error(line: bytes) -> None:
         parse_event(line)
     except EventError as e:
         assert str(e)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.sampled_from(sorted(GOOD)), json_values)
+def test_a_bad_field_is_named_in_the_reason(name: str, value: object) -> None:
+    """A valid event with one field replaced by anything: accepted, or refused with a reason
+    that names that field -- what on-call greps for, not only "a reason" (a contract whose
+    errors dropped the field names passed the test above)."""
+    line = json.dumps(dict(GOOD, **{name: value})).encode()
+    try:
+        parse_event(line)
+    except EventError as e:
+        assert name in str(e), (name, value, str(e))
