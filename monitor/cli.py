@@ -123,8 +123,40 @@ def _left_out(command: str) -> int:
     return EXIT_CONFIG
 
 
+#: Flags that would carry a secret, refused by their commands (a secret on a command line
+#: shows in ``ps`` and the shell's history): their values are taken out before parsing, so
+#: no message -- argparse's own included -- can echo them.
+SECRET_FLAGS = ("--token", "--password")
+
+
+def without_secrets(argv: Sequence[str]) -> list[str]:
+    """``argv`` with the value of each secret flag (or an abbreviation of one) taken out:
+    ``--token S`` and ``--token=S`` become ``--token``.
+
+    >>> without_secrets(["push", "--token", "S", "--password=P", "--url", "u"])
+    ['push', '--token', '--password', '--url', 'u']
+    >>> without_secrets(["push", "--token-file", "f", "--token", "--url", "u"])
+    ['push', '--token-file', 'f', '--token', '--url', 'u']
+    """
+    out: list[str] = []
+    skip = False
+    for i, arg in enumerate(argv):
+        if skip:
+            skip = False
+            continue
+        name, eq, _ = arg.partition("=")
+        secret = len(name) > 3 and any(f.startswith(name) for f in SECRET_FLAGS)
+        if secret and name.startswith("--"):
+            out.append(name)
+            nxt = argv[i + 1] if i + 1 < len(argv) else None
+            skip = not eq and nxt is not None and not nxt.startswith("-")
+            continue
+        out.append(arg)
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    given = list(sys.argv[1:] if argv is None else argv)
+    given = without_secrets(sys.argv[1:] if argv is None else argv)
     if given[:1] == ["--version"]:  # before importing every command's module
         print(f"monitor {__version__} ({PACKAGE})")
         return 0

@@ -1433,19 +1433,19 @@ SCENARIOS: list[Scenario] = [
     ),
     Scenario(
         "hw_regression",
-        "A single low HW sample is a glitch; two in a row are a regression. Read from the "
-        "Admin API only (no leader log end to witness a rise), each new highest HW is "
-        "believed once a second sample reaches it: 1020, seen once before the fall, is not, "
-        "so the regression is counted from the 1010 confirmed -- at least 210 offsets. "
-        "(A glitch on the high side is held the same way: impossible_samples_held.)",
+        "A single low HW sample is a glitch; two in a row are a regression of 220. Read from "
+        "the Admin API only (no leader log end to witness a rise), a new highest HW is "
+        "believed at once when within four of the HW's own largest rises (1020 after 1010), "
+        "else once a second read reaches it (1010, the first rise after the glitch). (A "
+        "glitch on the high side is held the same way: impossible_samples_held.)",
         hw_regression,
         expect=["hw_regression:event hwreg/0"],
         forbid=["telemetry_inconsistent"],
         details=[
-            ("hw_regression", "hw_before", 1010),
+            ("hw_regression", "hw_before", 1020),
             ("hw_regression", "hw", 805),
             ("hw_regression", "lowest_hw", 800),
-            ("hw_regression", "regressed_by", 210),
+            ("hw_regression", "regressed_by", 220),
         ],
     ),
     Scenario(
@@ -1478,10 +1478,9 @@ SCENARIOS: list[Scenario] = [
         "unclean_election_admin_only",
         "Without JMX (Admin API only), the election is still judged: 2 was outside the last "
         "ISR [1], and its own epoch record (OffsetsForLeaderEpoch) says its epoch began at "
-        "1000, with no replica sample at all. The last HW read before 1 died, 2500, was "
-        "read once: with no leader log end to witness it and no second read, it is not the "
-        "reference (one sample never pages) -- the loss is counted from the confirmed 2000, "
-        "at least 1000 offsets, and the finding names the unconfirmed 2500.",
+        "1000 of a committed 2500 -- the exact loss, with no replica sample at all. (2500, "
+        "read once just before 1 died, is believed: within four of the HW's own rises, "
+        "500 a read; one far beyond them would be held, and named as unconfirmed_hw.)",
         unclean_election_admin_only,
         expect=[
             "isr_shrink:event unclean/0 broker 2",
@@ -1496,9 +1495,8 @@ SCENARIOS: list[Scenario] = [
         forbid=["hw_regression", "election_unverified", "election_pending", "follower_lag"],
         details=[
             ("committed_data_loss", "lost_from", 1000),
-            ("committed_data_loss", "lost_to", 2000),
-            ("committed_data_loss", "lost_count", 1000),
-            ("committed_data_loss", "unconfirmed_hw", 2500),
+            ("committed_data_loss", "lost_to", 2500),
+            ("committed_data_loss", "lost_count", 1500),
             ("committed_data_loss", "leo_sampled", "epoch"),
             ("unclean_election", "isr_before", [1]),
             ("isr_shrink unclean/0 broker 2", "cause", "unknown"),

@@ -520,6 +520,7 @@ def _forget_incarnation(s: PartitionState) -> None:
     s.hw = s.max_hw = s.max_hw_at = s.hw_at = -1
     s.suspect_hw = -1
     s.pending_hw = s.pending_hw_at = -1
+    s.hw_max_step = 0
     s.replica_states.clear()
     s.reset_leader_leo()
     s.election = None
@@ -799,7 +800,10 @@ def _hw_plausible(s: PartitionState, hw: int, t: int, ctx: Context, emit: Emitte
     hold (a leader's log only grows, and the HW never passes it) -- give or take four of its
     fastest rises between two samples, since the HW is read after the pages that give the
     log end (the round's partition event comes last: at load, and with pages read late in
-    the round, its HW passes the leader's sampled log end). A spike beyond that is held
+    the round, its HW passes the leader's sampled log end) -- or, with no leader log end
+    (the Admin API alone), at most four of the committed HW's own largest rises above it
+    (the lab's unclean election read so: 200 committed, then 500 read once just before the
+    leader died -- the exact loss needs it). A spike beyond both is held
     (:attr:`PartitionState.pending_hw`) until a witness confirms it -- a later leader sample
     at or above it (:func:`_witness_pending_hw`), or a second HW sample at or above it; a
     second HW below it, still above every committed one, says the first was impossible."""
@@ -809,6 +813,8 @@ def _hw_plausible(s: PartitionState, hw: int, t: int, ctx: Context, emit: Emitte
         and hw <= s.leader_last_leo() + 4 * s.leader_max_step()
     ):
         return True
+    if s.max_hw >= 0 and hw - s.max_hw <= 4 * s.hw_max_step:
+        return True  # within how fast the committed HW has been seen to grow
     if s.pending_hw >= 0:
         if hw >= s.pending_hw:
             # A second sample at or above it: the held one is believed; this one is held
@@ -816,6 +822,8 @@ def _hw_plausible(s: PartitionState, hw: int, t: int, ctx: Context, emit: Emitte
             held, held_at = s.pending_hw, s.pending_hw_at
             s.pending_hw = s.pending_hw_at = -1
             _accept_hw(s, held, held_at, ctx)
+            if hw - s.max_hw <= 4 * s.hw_max_step:
+                return True  # within the HW's growth, now that the held read is believed
         elif s.max_hw >= 0:
             # Above both neighbours (the committed HW before, this one after): the held
             # sample is the odd one out.
@@ -869,6 +877,8 @@ def _accept_hw(s: PartitionState, hw: int, t: int, ctx: Context) -> None:
         s.hw = hw
     s.hw_at = t
     if hw > s.max_hw or s.max_hw_at < 0:
+        if s.max_hw >= 0:
+            s.hw_max_step = max(s.hw_max_step, hw - s.max_hw)
         s.max_hw, s.max_hw_at = max(s.max_hw, hw), t
     if ctx.config.epoch_truncation:
         for b in s.isr:

@@ -220,6 +220,9 @@ class PartitionState:
     #: epoch), held until a second read says the same (-1: none), and when.
     pending_leader: int = -1
     pending_leader_at: int = -1
+    #: The most the committed HW rose between two of its reads believed: how fast it grows,
+    #: where no leader log end says it (the Admin API alone).
+    hw_max_step: int = 0
 
     @property
     def key(self) -> tuple[str, str, int]:

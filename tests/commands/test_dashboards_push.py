@@ -271,6 +271,24 @@ def test_secrets_are_never_taken_as_flags(capsys: pytest.CaptureFixture[str], fl
     assert f"$GRAFANA_{flag[2:].upper()}" in err and f"{flag}-file" in err
 
 
+@pytest.mark.parametrize(
+    "given",
+    [["--token", "S3CRET"], ["--token=S3CRET"], ["--password", "S3CRET"], ["--password=S3CRET"],
+     ["--tok", "S3CRET"], ["--passw=S3CRET"]],
+)  # fmt: skip
+def test_a_secret_given_as_a_flag_is_never_printed(
+    capsys: pytest.CaptureFixture[str], given: list[str]
+) -> None:
+    """Issue 51: argparse printed ``unrecognized arguments: S3CRET`` and ``ignored explicit
+    argument 'S3CRET'``. The value is taken out before parsing: refused, never echoed."""
+    try:
+        code = main(["dashboards", "push", "--url", "http://127.0.0.1:1", *given])
+    except SystemExit as e:  # argparse's own refusal (an ambiguous abbreviation)
+        code = e.code  # type: ignore[assignment]
+    out, err = capsys.readouterr()
+    assert code == 64 and "S3CRET" not in out + err and err
+
+
 def test_credentials_in_the_url_are_refused_without_echoing_them(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
