@@ -54,6 +54,7 @@ newest ``observed_at`` it applied: replaying a backlog must not look like silenc
 from __future__ import annotations
 
 import contextlib
+import copyreg
 import functools
 import gc
 import io
@@ -500,6 +501,9 @@ def _reduce_delta(d: Delta) -> tuple[Any, tuple[Any, ...]]:
 #: bucket's model and of a delta.
 _TABLE: dict[Any, Any] = {
     **_DISPATCH,
+    # A metadata read a partition holds (``PartitionState.pending_meta``): copyreg's
+    # reducer (its fields, in order), which the table replaces.
+    PartitionMeta: copyreg.dispatch_table[PartitionMeta],
     _Packed: _reduce_packed,
     ClusterModel: _reduce_model,
     Delta: _reduce_delta,

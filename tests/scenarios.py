@@ -1644,7 +1644,8 @@ SCENARIOS: list[Scenario] = [
         "was never possible (before: critical hw_regression of 999,999,983,995 offsets); a "
         "leader log end of 10^12 seen once, then back in line, is taken out of the leader's "
         "history (before: the HW looked stuck behind it); an epoch of 2^31-1 seen once, "
-        "then 3 again, is a spike of that read (before: epoch_regression, and the "
+        "then 3 again in two reads (one alone may be a broker's stale view: held until the "
+        "second), is a spike of that read (before: epoch_regression, and the "
         "partition's history forgotten). Each is said as telemetry_inconsistent, naming the "
         "source and the value.",
         impossible_samples_held,

@@ -511,6 +511,8 @@ class _Lines:
         dropped = self.out.dropped
         sample = _sample(line)
         if sample is None:
+            if target is self.fetch_lag and _NOT_A_FOLLOWER in line:
+                return  # a log-directory move's fetcher, whatever its value: not read
             dropped["unreadable"] += 1
             return
         name, labels, text = sample

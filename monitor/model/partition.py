@@ -161,15 +161,22 @@ def _after_meta(s: PartitionState, t: int, ctx: Context, emit: Emitter) -> None:
     evaluate_conditions(s, t, ctx, emit)  # leadership/ISR change touches all
 
 
-def _epoch_spike(s: PartitionState, ev: PartitionMeta, t: int, emit: Emitter) -> bool:
-    """Whether a read with a lower epoch says the current one was a spike: seen in one read
-    only, this read back at or above the epoch before it, and soon after (a read or a few of
-    the collector's: a minute of silence and then an older epoch is a recreated topic, said
-    by ``epoch_regression``). Then that epoch is taken out
-    (said: ``telemetry_inconsistent``) -- an epoch regression forgets the partition's whole
-    history, which one bad read must not do."""
-    if s.epoch_reads != 1 or ev.leader_epoch < s.epoch_before or t - s.meta_at > SPIKE_WINDOW_MS:
-        return False
+def _may_be_spike(s: PartitionState, ev: PartitionMeta, t: int) -> bool:
+    """Whether a read with a lower epoch may say the current one was a spike: seen in one
+    read only, this read back at or above the epoch before it, and soon after (a read or a
+    few of the collector's: a minute of silence and then an older epoch is a recreated
+    topic, said by ``epoch_regression``)."""
+    return (
+        s.epoch_reads == 1
+        and ev.leader_epoch >= s.epoch_before
+        and t - s.meta_at <= SPIKE_WINDOW_MS
+    )
+
+
+def _epoch_spike(s: PartitionState, ev: PartitionMeta, t: int, emit: Emitter) -> None:
+    """Two reads back at the epoch before one seen once (:func:`_may_be_spike`): that
+    epoch is taken out (said: ``telemetry_inconsistent``) -- an epoch regression forgets
+    the partition's whole history, which one bad read must not do."""
     emit.event(
         K.TELEMETRY_INCONSISTENT,
         t,
@@ -194,7 +201,6 @@ def _epoch_spike(s: PartitionState, ev: PartitionMeta, t: int, emit: Emitter) ->
         s.leader_epoch = s.epoch_before
         s.lineage = [e for e in s.lineage if e.epoch != spiked]
     s.epoch_reads = 0
-    return True
 
 
 def _leader_conflict(s: PartitionState, ev: PartitionMeta, t: int, emit: Emitter) -> bool:
@@ -239,6 +245,7 @@ def _is_steady(s: PartitionState, ev: PartitionMeta) -> bool:
         and ev.observed_at > s.meta_at
         and s.leader_epoch >= 0
         and s.pending_leader_at < 0
+        and s.pending_meta is None
         and ev.leader_epoch == s.leader_epoch
         and ev.leader == s.leader
         and (ev.topic_id is None or ev.topic_id == s.topic_id)
@@ -356,8 +363,20 @@ def _apply_meta(s: PartitionState, ev: PartitionMeta, ctx: Context, emit: Emitte
         if s.topic_id is not None:
             _new_incarnation(s, ev, t, emit)
         s.topic_id = ev.topic_id
-    if ev.leader_epoch < s.leader_epoch and _epoch_spike(s, ev, t, emit):
-        pass  # the spiked epoch is gone; this read goes on as the next of the one before
+    if s.pending_meta is not None and t <= s.pending_meta.observed_at:
+        s.duplicate_events += 1  # the held read again (or one before it): nothing new
+        return False
+    if ev.leader_epoch < s.leader_epoch and _may_be_spike(s, ev, t):
+        if s.pending_meta is None:
+            # One read back at or above the epoch before a new one seen once: a broker's
+            # stale view (metadata reaches the brokers one by one), or the new epoch was a
+            # bad read. Held until a second such read (counted: not applied yet).
+            s.pending_meta = ev
+            s.late_events += 1
+            return False
+        held, s.pending_meta = s.pending_meta, None
+        _epoch_spike(s, ev, t, emit)  # two reads agree: the spiked epoch is gone
+        _apply_meta(s, held, ctx, emit)  # the held read first, as it came
     elif s.leader_epoch >= 0 and ev.leader_epoch < s.leader_epoch:
         if t - s.meta_at <= ctx.config.clock_skew_ms:
             # A second collector with an older view of the metadata: not evidence.
@@ -375,6 +394,8 @@ def _apply_meta(s: PartitionState, ev: PartitionMeta, ctx: Context, emit: Emitte
         _forget_incarnation(s)
         emit.condition(K.ELECTION_PENDING, False, t)
 
+    if ev.leader_epoch >= s.leader_epoch:
+        s.pending_meta = None  # a lower read held was a stale view: this one is current
     if _leader_conflict(s, ev, t, emit):
         s.late_events += 1  # held, counted: not applied unless a second read agrees
         return False

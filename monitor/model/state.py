@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from monitor.model.config import ModelConfig
+from monitor.model.events import PartitionMeta
 from monitor.model.findings import FindingKind, Severity, fields_state, set_fields_state
 
 #: Equal tuples of broker ids (replicas, ISR, ...) as one object: a million partitions hold
@@ -223,6 +224,9 @@ class PartitionState:
     #: The most the committed HW rose between two of its reads believed: how fast it grows,
     #: where no leader log end says it (the Admin API alone).
     hw_max_step: int = 0
+    #: A read at a lower epoch, held (a stale broker's view, or the current epoch a spike)
+    #: until a second such read (then both are applied) or a current one (then dropped).
+    pending_meta: PartitionMeta | None = None
 
     @property
     def key(self) -> tuple[str, str, int]:
