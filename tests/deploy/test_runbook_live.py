@@ -69,6 +69,7 @@ INCIDENTS = {
     "leader_flapping": Incident("leader_flapping", "flap", broker=1, until_s=130),
     "epoch_regression": Incident("epoch_regression", "recreated", broker=2),
     "election_unverified": Incident("election_without_evidence", "unknown", broker=3),
+    "telemetry_inconsistent": Incident("impossible_samples_held", "spiky", broker=1),
     "unclean_election_counted": Incident("controller_counts_unclean_election", "counted", 1),
     "durability_risk": Incident("durability_misconfigurations", "minisr1"),
 }
@@ -87,6 +88,7 @@ EXPECTED_EMPTY = {
     ("collector_down", "kafka_replication_collector_round_duration_seconds"): COLLECTOR,
     ("collector_down", "kafka_replication_collector_broker_up"): COLLECTOR,
     ("election_unverified", "kafka_replication_collector_errors_total"): COLLECTOR,
+    ("telemetry_inconsistent", "kafka_replication_collector_errors_total"): COLLECTOR,
     **{
         ("under_min_isr", q): "the under-min-ISR scenario has partition metadata only: no "
         "replica LEOs (so no follower lag)"
