@@ -833,27 +833,22 @@ def reassignment_unsaid_in_its_first_read() -> Timeline:
     """:func:`throttled_reassignment`, but its first round's read of the reassignments (a
     separate Admin request) did not show it yet: the replicas grew to [1, 2, 4, 3], no
     adding or removing said (a CI run of the churn lab test)."""
-    tl = throttled_reassignment()
-    tl.topic = "unsaid"
-    for ev in tl.events:
-        ev["topic"] = "unsaid" if "topic" in ev else ev.get("topic")
-        if ev["kind"] == "partition" and ev["observed_at"] == T0 + 2 * 5 * SECOND + 2:
-            ev.pop("adding_replicas", None)
-            ev.pop("removing_replicas", None)
-    for ev in tl.events:
-        if "topic" in ev and ev["topic"] is None:
-            del ev["topic"]
-    return tl
+    return _throttled_reassignment("unsaid", said_from=3)
 
 
 def throttled_reassignment() -> Timeline:
+    return _throttled_reassignment("moved")
+
+
+def _throttled_reassignment(topic: str, said_from: int = 2) -> Timeline:
     """Cruise Control moves replica 3 to broker 4 under a replication throttle (KIP-455):
     the assignment becomes [1, 2, 4, 3] with adding [4] and removing [3] while 4 copies the
     log, 2500 offsets a round while the leader takes 1000 (45 s, not caught up); then 4
     joins the ISR and the controller completes it: [1, 2, 4]. Broker 3's exporter still
     shows its old log for a while (deleted later). Kafka reports no under-replicated
-    partition throughout."""
-    tl = Timeline(topic="moved")
+    partition throughout. The reads of the reassignments show it from round ``said_from``
+    (the move begins at round 2; before, the field is not said at all)."""
+    tl = Timeline(topic=topic)
     tl.config(rf=3, min_isr=2)
     leo = 20_000
     copied = 0
@@ -868,9 +863,11 @@ def throttled_reassignment() -> Timeline:
             copied = leo if i >= 11 else min(leo, copied + 2_500)
             tl.replica(4, leo=copied)
         tl.advance(2)
+        said = not moving or i >= said_from
         tl.meta(
             leader=1, epoch=5, replicas=replicas, isr=isr, hw=leo,
-            adding=[4] if moving else [], removing=[3] if moving else [],
+            adding=([4] if moving else []) if said else None,
+            removing=([3] if moving else []) if said else None,
         )  # fmt: skip
         tl.advance(5 * SECOND - 2)
         leo += 1_000

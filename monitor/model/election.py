@@ -246,7 +246,7 @@ def _record_contradicted(
     appended that much since it took over, nor lost it without a restart."""
     if not (c.epoch == s.leader_epoch and c.clean and 0 <= start < c.committed):
         return False
-    growth = 4 * s.leader_max_step()
+    growth = rules.GROWTH_SLACK * s.leader_max_step()
     if hw is not None and hw >= c.committed and hw - start > growth:
         return True
     rs = s.replica_states.get(c.leader)

@@ -715,7 +715,9 @@ def _leo_spike(
     truncation is judged. A leader's log never goes back within its own leadership."""
     if b != s.leader or rs.rise_from < 0 or rs.rise_epoch != s.leader_epoch:
         return False
-    if leo < rs.rise_from or rs.leo - rs.rise_from <= 4 * s.leader_max_step(skip_newest=True):
+    if leo < rs.rise_from or rs.leo - rs.rise_from <= rules.GROWTH_SLACK * s.leader_max_step(
+        skip_newest=True
+    ):
         return False
     emit.event(
         K.TELEMETRY_INCONSISTENT,
@@ -837,11 +839,11 @@ def _hw_plausible(s: PartitionState, hw: int, t: int, ctx: Context, emit: Emitte
     if (
         s.leader_leos
         and s.leader_last_at() >= s.epoch_started_at
-        and hw <= s.leader_last_leo() + 4 * s.leader_max_step()
+        and hw <= s.leader_last_leo() + rules.GROWTH_SLACK * s.leader_max_step()
     ):
         return True
-    if s.max_hw >= 0 and hw - s.max_hw <= 4 * s.hw_max_step:
-        return True  # within how fast the committed HW has been seen to grow
+    if _within_hw_growth(s, hw):
+        return True
     if s.pending_hw >= 0:
         if hw >= s.pending_hw:
             # A second sample at or above it: the held one is believed; this one is held
@@ -849,8 +851,8 @@ def _hw_plausible(s: PartitionState, hw: int, t: int, ctx: Context, emit: Emitte
             held, held_at = s.pending_hw, s.pending_hw_at
             s.pending_hw = s.pending_hw_at = -1
             _accept_hw(s, held, held_at, ctx)
-            if hw - s.max_hw <= 4 * s.hw_max_step:
-                return True  # within the HW's growth, now that the held read is believed
+            if _within_hw_growth(s, hw):
+                return True  # now that the held read is believed
         elif s.max_hw >= 0:
             # Above both neighbours (the committed HW before, this one after): the held
             # sample is the odd one out.
@@ -859,6 +861,12 @@ def _hw_plausible(s: PartitionState, hw: int, t: int, ctx: Context, emit: Emitte
         # the lower is held (a reference too high could only page falsely).
     s.pending_hw, s.pending_hw_at = hw, t
     return False
+
+
+def _within_hw_growth(s: PartitionState, hw: int) -> bool:
+    """Within how fast the committed HW has been seen to grow above the committed one
+    (``rules.GROWTH_SLACK`` of its largest rises between two believed reads)."""
+    return s.max_hw >= 0 and hw - s.max_hw <= rules.GROWTH_SLACK * s.hw_max_step
 
 
 def _pending_hw_contradicted(

@@ -10,6 +10,11 @@ from collections.abc import Sequence
 
 from monitor.model.state import TopicConfig
 
+#: How many of a log's (or an HW's) largest rises between two reads a new value may be past
+#: the last one and still be believed at once: a read taken later than its stamp says, a
+#: burst of produce. Beyond it, one read is held until confirmed (issue 50).
+GROWTH_SLACK = 4
+
 
 def is_offline(leader: int | None) -> bool:
     """No leader: nobody can read or write the partition."""
