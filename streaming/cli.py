@@ -131,6 +131,13 @@ def add_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--metrics-host", help="bind address of /metrics (127.0.0.1)")
     p.add_argument(
+        "--web-config-file",
+        "--web.config.file",
+        dest="web_config_file",
+        type=Path,
+        help="Prometheus web configuration of /metrics: TLS, mutual TLS, basic auth",
+    )
+    p.add_argument(
         "--per-partition",
         choices=("findings", "all", "none"),
         help="per-partition series: with an open finding (default), all, or none",
@@ -157,6 +164,7 @@ def config_from_args(args: argparse.Namespace) -> StreamingConfig:
         "wait_for_topics_s": args.wait_for_topics_s,
         "metrics_port": args.metrics_port,
         "metrics_host": args.metrics_host,
+        "web_config_file": args.web_config_file,
         "per_partition": args.per_partition,
     }
     flags = {k: v for k, v in given.items() if v is not None}

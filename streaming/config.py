@@ -90,7 +90,21 @@ class StreamingConfig(settings.LayeredSettings):
         "state folder",
     )
     shuffle_partitions: int = Field(2, ge=1, le=10_000)
-    spark_conf: dict[str, str] = Field(default_factory=dict, description="extra Spark settings")
+    spark_conf: dict[str, str] = Field(
+        default_factory=dict,
+        description="extra Spark settings (the job's security settings are applied after "
+        "them: streaming.session.SECURITY_CONF)",
+    )
+    spark_authenticate: bool = Field(
+        True,
+        description="spark.authenticate with a secret generated per run (local and standalone "
+        "masters; on Kubernetes Spark makes its own: docs/deploy.md)",
+    )
+    spark_encrypt: bool = Field(
+        False,
+        description="also encrypt Spark's RPC and block transfers and its local shuffle "
+        "files (spark.network.crypto.enabled, spark.io.encryption.enabled)",
+    )
     jars: list[str] | None = Field(
         None,
         description="jars for spark.jars; None resolves spark-sql-kafka with monitor.jars, "
@@ -154,6 +168,11 @@ class StreamingConfig(settings.LayeredSettings):
     )
     metrics_host: str = Field(
         "127.0.0.1", min_length=1, description="bind address of /metrics (0.0.0.0: every one)"
+    )
+    web_config_file: Path | None = Field(
+        None,
+        description="Prometheus exporter-toolkit web configuration of /metrics: TLS, mutual "
+        "TLS, basic-auth users (bcrypt); reloaded when it changes (None: plain HTTP)",
     )
     metrics_max_partitions: int = Field(
         10_000,

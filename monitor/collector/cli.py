@@ -109,6 +109,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--interval", type=float, help="seconds between rounds (default 5)")
     p.add_argument("--metrics-port", type=int, help="serve the collector's own metrics here")
     p.add_argument("--metrics-host", help="bind address of the metrics endpoint (127.0.0.1)")
+    p.add_argument(
+        "--web-config-file",
+        "--web.config.file",
+        dest="web_config_file",
+        type=Path,
+        help="Prometheus web configuration of /metrics: TLS, mutual TLS, basic auth",
+    )
     p.add_argument("--rounds", type=int, help="stop after this many rounds")
     p.add_argument("--once", action="store_true", help="one round, then exit")
     p.add_argument("--out", type=Path, help="write events as JSON lines here (no producing)")
@@ -146,6 +153,7 @@ def build_config(args: argparse.Namespace) -> CollectorConfig:
         ("interval_s", args.interval),
         ("metrics_port", args.metrics_port),
         ("metrics_host", args.metrics_host),
+        ("web_config_file", args.web_config_file),
         ("jmx_profile", args.jmx_profile),
         ("round_records", args.round_records),
         ("shard", args.shard),

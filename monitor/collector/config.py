@@ -101,6 +101,10 @@ class CollectorConfig(settings.LayeredSettings):
     #: The collector's own health metrics endpoint (None: not served).
     metrics_host: str = "127.0.0.1"
     metrics_port: int | None = Field(default=None, ge=0, le=65535)
+    #: The Prometheus exporter-toolkit web configuration of that endpoint: TLS (and mutual
+    #: TLS), basic-auth users with bcrypt hashes (docs/deploy.md, "Securing /metrics";
+    #: monitor.exporter.webconfig). Reloaded when the file changes. None: plain HTTP.
+    web_config_file: Path | None = None
 
     @field_validator("jmx_urls")
     @classmethod
