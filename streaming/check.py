@@ -23,6 +23,7 @@ from monitor.preflight.runtime import (
     check_writable,
 )
 from monitor.preflight.topics import Need, check_topics
+from monitor.preflight.web import check_web_config
 from streaming.config import StreamingConfig
 
 
@@ -53,6 +54,7 @@ def checks(cfg: StreamingConfig, report: Report, *, create_topics: bool, command
     check_writable(report, "store", cfg.store_location)
     if cfg.metrics_port:
         _check_port(report, cfg.metrics_host, cfg.metrics_port)
+        check_web_config(report, "/metrics", cfg.web_config_file, cfg.metrics_host)
 
 
 def _check_cluster(

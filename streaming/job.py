@@ -924,6 +924,7 @@ def run(cfg: StreamingConfig, hooks: Sequence[Hook] = ()) -> int:
             cfg.per_partition,
             max_stamp_ahead_ms=cfg.model.max_stamp_ahead_ms,
             max_partitions=cfg.metrics_max_partitions,
+            web_config_file=cfg.web_config_file,
         )
         exporter.start()  # before Spark: a port in use fails fast, and /metrics says "down"
         hooks = [*hooks, exporter.hook]
@@ -981,7 +982,7 @@ def run(cfg: StreamingConfig, hooks: Sequence[Hook] = ()) -> int:
 
             exporter.watch(job.query, tallies=tallies)
         metrics = (
-            f"; /metrics on http://{cfg.metrics_host}:{cfg.metrics_port}"
+            f"; /metrics on {exporter.server.web.scheme}://{cfg.metrics_host}:{cfg.metrics_port}"
             if exporter is not None
             else ""
         )

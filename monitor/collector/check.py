@@ -29,6 +29,7 @@ from monitor.contract.topics import Role
 from monitor.model import NEEDS_REPLICA_SAMPLES
 from monitor.preflight.report import Report
 from monitor.preflight.topics import Need, check_topics, check_watched_access
+from monitor.preflight.web import check_web_config
 
 #: What each metric of a broker's page feeds, for the lines naming what a page lacks.
 USED_FOR = {
@@ -107,6 +108,10 @@ def checks(
             collector.stop()
     if events:
         _check_events(config, report, create_topics=create_topics, command=command)
+    if config.metrics_port is not None:
+        check_web_config(
+            report, "collector /metrics", config.web_config_file, config.metrics_host
+        )
     if not config.jmx_urls:
         say(f"exporters: {admin_only_notice()}")
         for kind, needs in sorted(NEEDS_REPLICA_SAMPLES.items()):

@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 
 from kafka import KafkaAdminClient, KafkaProducer
 from kafka.errors import KafkaError
-from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
 from monitor import __version__
 from monitor.collector import build, jmx
@@ -51,6 +51,7 @@ from monitor.collector.config import BLIND_SPOT, PAGES_TIMED, CollectorConfig
 from monitor.collector.security import explain_connect_failure, install_redaction
 from monitor.collector.versions import broker_version, trust_unclean_counter
 from monitor.contract.events import AnyEvent, BrokerEvent, dumps
+from monitor.web import WebServer
 
 log = logging.getLogger("monitor.collector")
 
@@ -268,7 +269,7 @@ class Collector:
         #: the next complete read was deleted (None until there is one).
         self._listed: dict[str, str | None] | None = None
         self.health = _Health()
-        self._metrics_server: Any = None
+        self._metrics_server: WebServer | None = None
         self._stop = threading.Event()
         #: Partitions in a reassignment at the last successful read.
         self._moving: set[tuple[str, int]] = set()
@@ -334,9 +335,14 @@ class Collector:
                 self.shard, self.shard.count, self.shard.index,
             )  # fmt: skip
         if self.config.metrics_port is not None:
-            self._metrics_server = start_http_server(
-                self.config.metrics_port, self.config.metrics_host, self.health.registry
+            self._metrics_server = WebServer(
+                partial(generate_latest, self.health.registry),
+                self.config.metrics_host,
+                self.config.metrics_port,
+                self.config.web_config_file,
+                name="collector /metrics",
             )
+            self._metrics_server.start()
 
     def request_stop(self) -> None:
         """Ask :meth:`run` to end (from a signal handler): a round being waited on ends
@@ -346,9 +352,8 @@ class Collector:
     def stop(self) -> None:
         self._stop.set()
         if self._metrics_server is not None:
-            server, thread = self._metrics_server
-            server.shutdown()
-            thread.join(timeout=5)
+            self._metrics_server.stop()
+            self._metrics_server = None
         if self._pool is not None:
             self._pool.shutdown()
         if self._producer is not None:

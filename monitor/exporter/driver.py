@@ -177,6 +177,7 @@ class JobExporter:
         max_stamp_ahead_ms: int | None = None,
         max_partitions: int = DEFAULT_MAX_PARTITIONS,
         clock: Callable[[], float] = time.time,
+        web_config_file: Path | None = None,
     ) -> None:
         self.store = store
         self.snapshot = Snapshot(event_retention_s, max_stamp_ahead_ms, clock)
@@ -187,6 +188,7 @@ class JobExporter:
             per_partition=per_partition,
             max_partitions=max_partitions,
             clock=clock,
+            web_config_file=web_config_file,
         )
         self._hook = SnapshotHook(self.snapshot)
         # SnapshotHook marks the engine running; here the query does not exist yet: until
