@@ -136,6 +136,14 @@ def _stamped(finished: dict[int, float], broker: int, read: Callable[[], _T]) ->
         finished[broker] = time.monotonic()
 
 
+def fetch_page(url: str, timeout_s: float, max_bytes: int, access: jmx.PageAccess | None) -> str:
+    """:func:`jmx.fetch` of a page, its ``access`` passed only when it has one (tests and
+    benchmarks stand in for ``jmx.fetch`` with a function of three arguments)."""
+    if access is None:
+        return jmx.fetch(url, timeout_s, max_bytes)
+    return jmx.fetch(url, timeout_s, max_bytes, access)
+
+
 class PageReaders:
     """The threads that read exporter pages: daemon threads, so that a page still being
     read (until its deadline) never holds the process's exit. (A ThreadPoolExecutor's
@@ -179,6 +187,19 @@ class PageReaders:
 #: A broker's JVM younger than this may not have registered its Kafka MBeans yet (and some
 #: exporter configurations delay their first page by up to two minutes).
 _STARTING_MS = 120_000
+
+
+def health_server(config: CollectorConfig, registry: CollectorRegistry) -> WebServer:
+    """The collector's ``/metrics`` (its health registry) where its settings say, guarded by
+    their web configuration file; :meth:`~monitor.web.WebServer.start` it."""
+    port = config.metrics_port if config.metrics_port is not None else 0
+    return WebServer(
+        partial(generate_latest, registry),
+        config.metrics_host,
+        port,
+        config.web_config_file,
+        name="collector /metrics",
+    )
 
 
 class _Health:
@@ -283,6 +304,11 @@ class Collector:
         self._page_times: dict[int, collections.deque[float]] = {}
         #: When a round last said that rounds run over the interval (monotonic seconds).
         self._slow_said = -float("inf")
+        #: How each broker's page is reached, where not plainly (TLS settings, credentials:
+        #: paths and names, the secrets read from their files at each page).
+        self._access = {
+            b: access for b in config.jmx_urls if (access := config.page_access(b)) is not None
+        }
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -335,13 +361,7 @@ class Collector:
                 self.shard, self.shard.count, self.shard.index,
             )  # fmt: skip
         if self.config.metrics_port is not None:
-            self._metrics_server = WebServer(
-                partial(generate_latest, self.health.registry),
-                self.config.metrics_host,
-                self.config.metrics_port,
-                self.config.web_config_file,
-                name="collector /metrics",
-            )
+            self._metrics_server = health_server(self.config, self.health.registry)
             self._metrics_server.start()
 
     def request_stop(self) -> None:
@@ -369,7 +389,9 @@ class Collector:
     ) -> tuple[int, int, jmx.BrokerScrape | None, str]:
         began = time.monotonic()
         try:
-            page = jmx.fetch(url, deadline_s, self.config.jmx_max_bytes)
+            page = fetch_page(url, deadline_s, self.config.jmx_max_bytes, self._access.get(broker))
+        except jmx.PageError as e:  # says what to check (a 401: which credentials)
+            return broker, t, None, f"broker {broker}: {e}"
         except Exception as e:  # a paused or dead broker: reported as alive=false
             return broker, t, None, f"broker {broker}: {e!r}"
         took = time.monotonic() - began

@@ -73,6 +73,15 @@ def register(sub: Any) -> None:
         "--collector-metrics-port", type=int, default=9479, help="the collector's /metrics (9479)"
     )
     p.add_argument(
+        "--web-config-file",
+        "--web.config.file",
+        dest="web_config_file",
+        type=Path,
+        metavar="FILE",
+        help="Prometheus web configuration of both /metrics: TLS, mutual TLS, basic auth "
+        '(docs/deploy.md, "Securing /metrics")',
+    )
+    p.add_argument(
         "--create-topics",
         action="store_true",
         help="create the monitor's topics on the --events-bootstrap cluster where missing "
@@ -153,6 +162,7 @@ def run(args: argparse.Namespace) -> int:
             create_topics=args.create_topics,
             metrics=(args.metrics_host, args.metrics_port, args.collector_metrics_port),
             argv=getattr(args, "argv", None) or sys.argv[1:],
+            web_config_file=args.web_config_file,
         )
     from monitor.run.runner import Plan, Runner
 
@@ -172,6 +182,7 @@ def run(args: argparse.Namespace) -> int:
         metrics_host=args.metrics_host,
         metrics_port=args.metrics_port,
         collector_metrics_port=args.collector_metrics_port,
+        web_config_file=args.web_config_file.resolve() if args.web_config_file else None,
         verbose=args.verbose,
     )
     return Runner(plan).run()

@@ -18,6 +18,7 @@ from monitor.contract.topics import Role
 from monitor.preflight import runtime
 from monitor.preflight.report import Report
 from monitor.preflight.topics import Need, check_topics
+from monitor.preflight.web import check_web_config
 
 
 def check(
@@ -28,6 +29,7 @@ def check(
     create_topics: bool,
     metrics: tuple[str, int, int],
     argv: list[str],
+    web_config_file: Path | None = None,
 ) -> int:
     report = Report()
     command = shlex.join(["monitor", *(a for a in argv if a != "--create-topics")])
@@ -46,6 +48,7 @@ def check(
     host, job_port, collector_port = metrics
     for what, port in (("job /metrics", job_port), ("collector /metrics", collector_port)):
         _check_port(report, what, host, port)
+    check_web_config(report, "both /metrics", web_config_file, host)
     return report.result()
 
 

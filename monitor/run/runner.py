@@ -32,6 +32,7 @@ from typing import Any
 from kafka.errors import KafkaError
 from prometheus_client.parser import text_string_to_metric_families
 
+from monitor import web
 from monitor.connection import KafkaConnection
 from monitor.contract.topics import Role
 from monitor.preflight.report import Report
@@ -64,6 +65,8 @@ class Plan:
     metrics_host: str = "127.0.0.1"
     metrics_port: int = 9478
     collector_metrics_port: int = 9479
+    #: Both /metrics' web configuration (TLS, basic auth): given to the job and the collector.
+    web_config_file: Path | None = None
     verbose: bool = False
     env: dict[str, str] = field(default_factory=dict)
 
@@ -126,6 +129,8 @@ class Runner:
             return EXIT_FAILED
         logs = plan.state_dir / "logs"
         metrics = ["--metrics-host", plan.metrics_host]
+        if plan.web_config_file is not None:
+            metrics += ["--web-config-file", str(plan.web_config_file)]
         # The job first, at once: its Spark takes longest to start (~30 s), and it waits for
         # the events topic (--wait-for-topics) while the cluster and the topics are made.
         job = Child(
@@ -163,9 +168,10 @@ class Runner:
         collector.start()
         self.children.append(collector)
         host = plan.metrics_host
+        scheme = "https" if web.load(plan.web_config_file).tls is not None else "http"
         self.say(
-            f"monitor run: /metrics -- job http://{host}:{plan.metrics_port}/metrics, "
-            f"collector http://{host}:{plan.collector_metrics_port}/metrics; state in "
+            f"monitor run: /metrics -- job {scheme}://{host}:{plan.metrics_port}/metrics, "
+            f"collector {scheme}://{host}:{plan.collector_metrics_port}/metrics; state in "
             f"{plan.state_dir}; logs in {logs}; Ctrl-C stops it all"
         )
         self.say("monitor run: findings print here as the job writes them")
@@ -257,7 +263,10 @@ class Runner:
 
     def _say_first_view(self) -> bool:
         """Once the job's /metrics shows a batch: how many partitions and brokers it
-        tracks, and how many partitions no exporter sample has reached."""
+        tracks, and how many partitions no exporter sample has reached. Not with a web
+        configuration: its credentials are the scraper's, not this command's (True: done)."""
+        if self.plan.web_config_file is not None:
+            return True
         url = f"http://{self.plan.metrics_host}:{self.plan.metrics_port}/metrics"
         try:
             with urllib.request.urlopen(url, timeout=2) as answer:

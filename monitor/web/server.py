@@ -14,9 +14,11 @@ Built for a port that may face more than Prometheus:
   its connection without a traceback.
 - **The web configuration file** (:mod:`monitor.web.config`): TLS, mutual TLS, basic auth,
   headers, a rate limit; the file and the certificates it names are checked for changes
-  at most once a second, on connection, and a change takes effect on the next connection
-  without a restart. A change that does not load is logged and the previous configuration
-  kept (a monitor whose certificate rotation went wrong keeps answering, guarded).
+  at most once a second, on each request, and a change takes effect without a restart:
+  users, headers and the rate limit on the next request (a kept-alive connection too),
+  certificates and client CAs on the next connection. A change that does not load is
+  logged and the previous configuration kept (a monitor whose certificate rotation went
+  wrong keeps answering, guarded).
 """
 
 from __future__ import annotations
@@ -267,7 +269,7 @@ class WebServer:
         try:
             config = self._current()
             if config.tls is not None:
-                await writer.start_tls(config.tls, ssl_handshake_timeout=self.header_timeout_s)
+                await _start_tls(writer, config.tls, self.header_timeout_s)
                 conn.transport = writer.transport
                 if config.allowed_sans and not _san_allowed(writer, config.allowed_sans):
                     return
@@ -281,7 +283,9 @@ class WebServer:
                     await self._respond(writer, config, 431, b"", keep=False)
                     return
                 conn.waiting = False
-                if not await self._request(reader, writer, config, head):
+                # Each request under the configuration in force now: a keep-alive scraper
+                # (Prometheus keeps its connection) meets a rotated password at once.
+                if not await self._request(reader, writer, self._current(), head):
                     return
                 timeout = self.idle_timeout_s
         except _QUIET:
@@ -368,6 +372,19 @@ class WebServer:
         if not head_only:
             writer.write(body)
         await asyncio.wait_for(writer.drain(), self.write_timeout_s)
+
+
+async def _start_tls(writer: asyncio.StreamWriter, ctx: ssl.SSLContext, timeout: float) -> None:
+    """``writer.start_tls``, for a client that may leave in its handshake. Python 3.11's
+    ``StreamWriter.start_tls`` then sets its transport to None and fails with an
+    AttributeError (and again in ``__del__``, printed as an unraisable exception); here the
+    raw transport is put back and the client's leaving is a ConnectionResetError."""
+    raw = writer.transport
+    try:
+        await writer.start_tls(ctx, ssl_handshake_timeout=timeout)
+    except AttributeError:
+        writer._transport = raw  # type: ignore[attr-defined]
+        raise ConnectionResetError("the client left during the TLS handshake") from None
 
 
 def _san_allowed(writer: asyncio.StreamWriter, allowed: frozenset[str]) -> bool:

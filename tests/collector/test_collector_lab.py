@@ -310,7 +310,7 @@ def test_published_events_are_valid_and_keyed(lab: Lab, cluster: tuple[Lab, str]
     try:
         res = collector.round()
         sent = collector.publish(res.events)
-        port = collector._metrics_server[0].server_port
+        port = collector._metrics_server.bound_port
         health = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read()
     finally:
         collector.stop()
