@@ -48,17 +48,22 @@ def connect() -> Any:
 
 def sources_sql(store: str | Path) -> str:
     """A DuckDB relation over the batch rows and the snapshot (if any), with ``batch_id``;
-    "" when the store holds no state."""
+    "" when the store holds no state.
+
+    Only ``batch_id=<n>/*.parquet`` and the snapshot are read: never a writer's temporaries
+    (``_tmp-*``, ``_old-*``: ``streaming.store``). The paths are SQL string literals
+    (:func:`_q`), not parameters: the relation goes into views, which DuckDB cannot prepare.
+    """
     root = Path(store)
     parts = []
     if any(root.glob(f"{STATE}/batch_id=*/*.parquet")):
         parts.append(
-            f"SELECT * FROM read_parquet('{root}/{STATE}/batch_id=*/*.parquet', "
+            f"SELECT * FROM read_parquet({_q(f'{root}/{STATE}/batch_id=*/*.parquet')}, "
             "hive_partitioning = true, union_by_name = true)"
         )
     snap = root / SNAPSHOT_FILE
     if snap.is_file():
-        parts.append(f"SELECT * FROM read_parquet('{snap}')")
+        parts.append(f"SELECT * FROM read_parquet({_q(str(snap))})")
     if not parts:
         return ""
     # Stores written before ``row_seq`` or ``deleted_at`` existed (and synthetic ones) lack
@@ -81,6 +86,11 @@ def _no_findings(names: Sequence[str] | None = None) -> str:
 
 
 def _q(text: str) -> str:
+    """``text`` as an SQL string literal (a quote in it doubled).
+
+    >>> _q("/tmp/o'brien store")
+    "'/tmp/o''brien store'"
+    """
     return "'" + text.replace("'", "''") + "'"
 
 
@@ -143,12 +153,13 @@ class StoreReader:
             self.con.execute(f"CREATE VIEW rows AS SELECT * FROM ({src}){where}")
             self.con.execute(_CURRENT)
         if has_findings:
+            files = f"{self.root}/{FINDINGS}/batch_id=*/*.parquet"
             # Stores written before a later column existed lack it: NULL there.
             self.con.execute(
                 "CREATE VIEW findings AS SELECT * EXCLUDE (rn, batch_id) FROM ("
                 "SELECT *, row_number() OVER "
                 f"(PARTITION BY {FINDING_IDENTITY} ORDER BY batch_id) AS rn FROM ("
-                f"SELECT * FROM read_parquet('{self.root}/{FINDINGS}/batch_id=*/*.parquet', "
+                f"SELECT * FROM read_parquet({_q(files)}, "
                 "hive_partitioning = true, union_by_name = true) UNION ALL BY NAME "
                 f"{_no_findings(LATER_FINDING_COLUMNS)})) "
                 f"WHERE rn = 1{where.replace(' WHERE', ' AND')}"
