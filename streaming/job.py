@@ -910,9 +910,13 @@ def run(cfg: StreamingConfig, hooks: Sequence[Hook] = ()) -> int:
     """
     from monitor.jars import JarError
     from streaming.session import build_session, expand_jars, kafka_jars
+    from streaming.store import clear_temporaries
+    from streaming.storefs import PRIVATE_SPARK_CONF, private_process
 
+    private_process()  # umask 077 before anything is written (docs/reliability.md)
     check_layout(cfg.checkpoint_location, cfg.buckets)  # before Spark (start() checks again)
     pair(cfg.checkpoint_location, cfg.store_location)  # before Spark too: a refusal is fast
+    clear_temporaries(cfg.store_location)  # a killed run's; paired: no other job writes here
     exporter = None
     if cfg.metrics_port is not None:
         from monitor.exporter.driver import JobExporter
@@ -965,7 +969,10 @@ def run(cfg: StreamingConfig, hooks: Sequence[Hook] = ()) -> int:
             app_name=cfg.app_name,
             shuffle_partitions=cfg.shuffle_partitions,
             jars=jars,
-            conf=with_system_properties(cfg.spark_conf, cfg.kafka.java_system_properties()),
+            conf={  # Spark's files private too (Hadoop ignores the umask: storefs)
+                **PRIVATE_SPARK_CONF,
+                **with_system_properties(cfg.spark_conf, cfg.kafka.java_system_properties()),
+            },
         )
         if cfg.wait_for_topics_s > 0:
             wait_for_topic(cfg.kafka.client_kwargs(), cfg.events_topic, cfg.wait_for_topics_s)

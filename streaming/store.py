@@ -10,13 +10,25 @@ Why Parquet + DuckDB: the job must not wait on a database; appending a few MB of
 files per batch costs the job almost nothing, works on any Hadoop file system (HDFS, S3)
 and needs no server. DuckDB reads a partition's history or the latest state of every
 partition from those files in milliseconds, in-process, from the runbook CLI.
+
+Writes leave nothing half-done where readers look: each is made under a temporary name
+(``_tmp-<uuid>``, ``*.tmp-<id>``) that no reader globs (they read ``batch_id=<n>/*.parquet``
+and ``snapshot/state.parquet`` only), then renamed into place; a write that fails removes
+its temporary, and what a killed job left is removed when the next one starts
+(:func:`clear_temporaries`). Everything written locally is private (0700 folders, 0600
+files, whatever the umask: :mod:`streaming.storefs`).
 """
 
 from __future__ import annotations
 
-import json
+import ctypes
+import errno
+import functools
 import logging
+import os
+import posixpath
 import shutil
+import sys
 import threading
 import time
 import uuid
@@ -36,9 +48,14 @@ from monitor.contract.store import (
     STATE,
 )
 from monitor.query.store import connect, sources_sql
-from streaming.storefs import Location, is_uri
+from streaming.storefs import FILE_MODE, Location, is_uri, private_dir, private_file
 
 log = logging.getLogger("streaming.store")
+
+
+#: The prefixes of the store writer's temporaries: a folder being written, an old folder
+#: being removed. Readers never look at them (they glob ``batch_id=*``).
+TEMPORARY, OLD = "_tmp-", "_old-"
 
 
 def is_local(location: str) -> bool:
@@ -68,22 +85,109 @@ def write_findings_locally(store: Path, batch_id: int, rows: list[tuple[Any, ...
     (100k partitions: 1.47 -> 1.11 s; 10k: 0.55 -> 0.36 s). Same columns and types as
     ``FINDING_DDL``; replacing the folder keeps a replayed batch idempotent, and the file is
     complete before it appears under ``batch_id=<n>/`` (readers glob only those).
-    """
-    import uuid
 
+    Written in ``findings/_tmp-<uuid>/`` (0700, the file 0600), then put in place by
+    :func:`replace_dir`; a write that fails removes its ``_tmp-<uuid>`` folder, and the
+    batch's previous folder, if any, stays as it was.
+    """
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     schema_ = finding_schema()
     table = pa.Table.from_pylist([dict(zip(schema_.names, r, strict=True)) for r in rows], schema_)
     root = store / FINDINGS
-    tmp = root / f"_tmp-{uuid.uuid4().hex}"
-    tmp.mkdir(parents=True)
-    pq.write_table(table, tmp / "part-00000.parquet")
+    private_dir(root)
+    tmp = root / f"{TEMPORARY}{uuid.uuid4().hex}"
     final = root / f"batch_id={batch_id}"
-    shutil.rmtree(final, ignore_errors=True)
-    tmp.rename(final)
+    private_dir(tmp)
+    try:
+        with private_file(tmp / "part-00000.parquet") as f:
+            pq.write_table(table, f)
+        replace_dir(tmp, final)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)  # a failed write's, or the old folder swapped out
     return final / "part-00000.parquet"
+
+
+_AT_FDCWD, _RENAME_EXCHANGE = -100, 2
+
+
+@functools.cache
+def _renameat2() -> Any:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).renameat2  # glibc 2.28+
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+def exchange(a: Path, b: Path) -> bool:
+    """Swap two folders in one step (Linux ``renameat2(RENAME_EXCHANGE)``); False where the
+    system or the file system cannot (then nothing moved)."""
+    fn = _renameat2()
+    if fn is None:
+        return False
+    if fn(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP):
+        return False
+    raise OSError(err, os.strerror(err), str(a), None, str(b))
+
+
+def replace_dir(new: Path, final: Path) -> None:
+    """Put the folder ``new`` at ``final``, a reader seeing the old folder or the new one.
+
+    No folder is ever missing at ``final`` where the two can be swapped in one step
+    (:func:`exchange`: the old one is then at ``new``'s name, for the caller to remove).
+    Elsewhere the old folder is renamed aside (``_old-<uuid>``), the new one renamed into
+    place and the old removed -- ``final`` is missing only between two renames, never
+    while a tree is deleted; should the second rename fail, the old folder goes back.
+    """
+    if not final.exists():
+        new.rename(final)
+        return
+    if exchange(new, final):
+        return
+    aside = final.with_name(f"{OLD}{uuid.uuid4().hex}")
+    final.rename(aside)
+    try:
+        new.rename(final)
+    except BaseException:
+        aside.rename(final)
+        raise
+    shutil.rmtree(aside, ignore_errors=True)
+
+
+def _is_temporary(name: str) -> bool:
+    return name.startswith((TEMPORARY, OLD)) or ".tmp-" in name or name.endswith(".parquet.tmp")
+
+
+def clear_temporaries(store: str) -> int:
+    """Remove what writes cut short left in the store (a job killed mid-write): ``_tmp-*``
+    and ``_old-*`` folders and files, and ``*.tmp-*`` files, in the store's root, in
+    ``findings/`` and in ``snapshot/``; return how many.
+
+    Only when the job starts, once the store is paired with its checkpoint
+    (:func:`streaming.storefs.pair`: no other job writes it) and before the batches and
+    the compactor's thread: then no write of this store is in flight.
+    """
+    loc = Location.maybe(store, "store")
+    if loc is None:
+        return 0
+    removed = 0
+    for sub in ("", FINDINGS, posixpath.dirname(SNAPSHOT_FILE)):
+        for path, _ in loc.entries(sub):
+            if _is_temporary(posixpath.basename(path)):
+                loc.remove(path)
+                removed += 1
+    if removed:
+        log.info("store %s: removed %d temporaries left by an earlier run", store, removed)
+    return removed
 
 
 def compact(store: str, upto_batch: int) -> int:
@@ -104,17 +208,25 @@ def compact(store: str, upto_batch: int) -> int:
     src = sources_sql(store)
     con = connect()
     final = root / SNAPSHOT_FILE
-    tmp = final.with_suffix(".parquet.tmp")
-    tmp.parent.mkdir(parents=True, exist_ok=True)
-    con.execute(
-        f"COPY (SELECT * EXCLUDE (rn) FROM (SELECT *, row_number() OVER (PARTITION BY cluster, "
-        f"topic, partition ORDER BY {NEWEST_FIRST}) AS rn FROM ({src}) "
-        f"WHERE batch_id <= {int(upto_batch)}) WHERE rn = 1 AND deleted_at IS NULL) "
-        f"TO '{tmp}' (FORMAT parquet)"
-    )
-    n = int(con.execute(f"SELECT count(*) FROM read_parquet('{tmp}')").fetchone()[0])
-    tmp.replace(final)
-    (root / SNAPSHOT_MARK).write_text(json.dumps({"upto_batch": upto_batch}))
+    private_dir(final.parent)
+    # DuckDB makes the file (its mode the umask's): in a 0700 folder of its own until private.
+    work = final.parent / f"{TEMPORARY}{uuid.uuid4().hex}"
+    private_dir(work)
+    tmp = work / final.name
+    try:
+        con.execute(
+            f"COPY (SELECT * EXCLUDE (rn) FROM (SELECT *, row_number() OVER (PARTITION BY "
+            f"cluster, topic, partition ORDER BY {NEWEST_FIRST}) AS rn FROM ({src}) "
+            f"WHERE batch_id <= {int(upto_batch)}) WHERE rn = 1 AND deleted_at IS NULL) "
+            "TO ? (FORMAT parquet)",
+            [str(tmp)],
+        )
+        os.chmod(tmp, FILE_MODE)
+        n = int(con.execute("SELECT count(*) FROM read_parquet(?)", [str(tmp)]).fetchone()[0])
+        tmp.replace(final)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    Location.of(str(root)).write_json(SNAPSHOT_MARK, {"upto_batch": upto_batch})
     for b in batches:
         shutil.rmtree(root / STATE / f"batch_id={b}", ignore_errors=True)
     return n
@@ -267,6 +379,20 @@ def _read_batches(loc: Location, sub: str, batches: list[int]) -> Any:
     return pa.concat_tables(tables, promote_options="default")
 
 
+def _write_parquet(loc: Location, table: Any, tmp: str, final: str) -> None:
+    """``table`` at ``final``: written whole at ``tmp`` (private locally), then moved; a
+    failed write removes ``tmp``."""
+    import pyarrow.parquet as pq
+
+    try:
+        with loc.open_new(tmp) as f:
+            pq.write_table(table, f)
+        loc.fs.move(tmp, final)
+    except BaseException:
+        loc.remove(tmp)
+        raise
+
+
 def compact_remote(loc: Location, upto_batch: int) -> int:
     """:func:`compact` through pyarrow's file systems (a store on a URI); return rows."""
     import duckdb
@@ -289,9 +415,8 @@ def compact_remote(loc: Location, upto_batch: int) -> int:
         "WHERE rn = 1 AND deleted_at IS NULL",
     )
     tmp = loc.join(f"{SNAPSHOT_FILE}.tmp-{uuid.uuid4().hex[:8]}")
-    loc.fs.create_dir(loc.join("snapshot"), recursive=True)
-    pq.write_table(newest, tmp, filesystem=loc.fs)
-    loc.fs.move(tmp, loc.join(SNAPSHOT_FILE))
+    loc.make_dir(loc.join(posixpath.dirname(SNAPSHOT_FILE)))
+    _write_parquet(loc, newest, tmp, loc.join(SNAPSHOT_FILE))
     loc.write_json(SNAPSHOT_MARK, {"upto_batch": upto_batch})
     for b in batches:
         loc.delete_dir(f"{STATE}/batch_id={b}")
@@ -308,7 +433,6 @@ def compact_findings(loc: Location, upto_batch: int, horizon_ms: int) -> int:
     each finding once, its first batch's row), then the folded batches go.
     """
     import duckdb
-    import pyarrow.parquet as pq
 
     batches = [b for b in loc.batches(FINDINGS) if b <= upto_batch]
     if not batches:
@@ -344,11 +468,9 @@ def compact_findings(loc: Location, upto_batch: int, horizon_ms: int) -> int:
     )
     if len(batches) == 1 and len(before) == 1 and kept.num_rows == rows.num_rows:
         return int(kept.num_rows)  # one file already, nothing aged out
-    loc.fs.create_dir(loc.join(folder), recursive=True)
+    loc.make_dir(loc.join(folder))
     name = f"part-folded-{uuid.uuid4().hex[:8]}.parquet"
-    tmp = loc.join(FINDINGS, f"_tmp-{name}")
-    pq.write_table(kept, tmp, filesystem=loc.fs)
-    loc.fs.move(tmp, loc.join(folder, name))
+    _write_parquet(loc, kept, loc.join(FINDINGS, f"{TEMPORARY}{name}"), loc.join(folder, name))
     for b in batches[:-1]:
         loc.delete_dir(f"{FINDINGS}/batch_id={b}")
     for path in before:

@@ -15,6 +15,12 @@ batch ids at 0: with an old store, the old rows would win, and the runbook and t
 exporter would show stale state, silently. So a checkpoint records which store it writes
 (an id shared by both) and the offset its batch ids get in that store: a new checkpoint
 on a store that already holds batches continues after the store's last batch.
+
+Private: what the job writes on a local file system is its own user's only, whatever the
+umask -- folders :data:`DIR_MODE`, files :data:`FILE_MODE` (:func:`private_dir`,
+:func:`private_file`, and the ``Location`` methods that write); Spark's own files get the
+same through :data:`PRIVATE_SPARK_CONF`. Whoever can write the checkpoint runs code in the
+job's Python workers (docs/reliability.md, "Who may write the checkpoint and the store").
 """
 
 from __future__ import annotations
@@ -22,12 +28,14 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import posixpath
 import re
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import IO, Any
 
 from monitor.contract.store import STORE_PAIR
 
@@ -39,6 +47,57 @@ _BATCH = re.compile(r"^batch_id=(\d+)$")
 #: The pairing records: in the checkpoint (id and batch offset) and in the store (id and
 #: when the checkpoint began: :data:`monitor.contract.store.STORE_PAIR`).
 CHECKPOINT_PAIR = "monitor-store.json"
+
+
+#: The modes of what the job writes locally (the store, its temporaries, the checkpoint's
+#: records): the job's own user only, whatever the process umask.
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+#: The job process's umask (:func:`private_process`): what the JVM Spark runs in inherits.
+UMASK = 0o077
+#: Spark's Hadoop file systems do not follow the process umask: they set every file and
+#: folder they create to 0666/0777 less ``fs.permissions.umask-mode`` (default 022) -- the
+#: checkpoint and the state rows were 0644/0755 under umask 077 (measured, Spark 4.3 with
+#: Hadoop 3.5). With this, 0600/0700 even under umask 000 (local and HDFS; S3 keeps none).
+PRIVATE_SPARK_CONF = {"spark.hadoop.fs.permissions.umask-mode": f"{UMASK:03o}"}
+
+
+def private_process() -> int:
+    """Set the process umask to :data:`UMASK` (before Spark starts: its JVM and the Python
+    workers inherit it); return the previous one."""
+    return os.umask(UMASK)
+
+
+def private_dir(path: str | os.PathLike[str]) -> None:
+    """``mkdir -p`` where every folder it creates is :data:`DIR_MODE` whatever the umask
+    (folders that exist are left as they are: the operator's)."""
+    missing: list[Path] = []
+    p = Path(path)
+    while not p.is_dir():
+        missing.append(p)
+        if p.parent == p:
+            break
+        p = p.parent
+    for d in reversed(missing):
+        try:
+            os.mkdir(d, DIR_MODE)
+        except FileExistsError:
+            if not d.is_dir():
+                raise
+            continue  # made meanwhile by someone else: not ours to change
+        os.chmod(d, DIR_MODE)  # the umask can only take bits away: exactly 0700
+
+
+def private_file(path: str | os.PathLike[str]) -> IO[bytes]:
+    """A new file (never an existing one: ``O_EXCL``) opened for writing, :data:`FILE_MODE`
+    from its creation whatever the umask."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+    try:
+        os.fchmod(fd, FILE_MODE)
+        return os.fdopen(fd, "wb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def is_uri(location: str) -> bool:
@@ -87,6 +146,42 @@ class Location:
     def join(self, *parts: str) -> str:
         return posixpath.join(self.path, *parts)
 
+    @property
+    def local(self) -> bool:
+        """On this machine's file system (modes apply: :func:`private_dir`)."""
+        import pyarrow.fs as pafs
+
+        return isinstance(self.fs, pafs.LocalFileSystem)
+
+    def make_dir(self, path: str) -> None:
+        """The folder ``path`` (a full path: :meth:`join`) and its parents; private locally."""
+        if self.local:
+            private_dir(path)
+        else:
+            self.fs.create_dir(path, recursive=True)
+
+    def open_new(self, path: str) -> Any:
+        """A new file at ``path`` (a full path) to write; private locally."""
+        return private_file(path) if self.local else self.fs.open_output_stream(path)
+
+    def remove(self, path: str) -> None:
+        """The file or folder at ``path`` (a full path), if there."""
+        import pyarrow.fs as pafs
+
+        kind = self.fs.get_file_info(path).type
+        with contextlib.suppress(FileNotFoundError):
+            if kind == pafs.FileType.Directory:
+                self.fs.delete_dir(path)
+            elif kind != pafs.FileType.NotFound:
+                self.fs.delete_file(path)
+
+    def entries(self, rel: str = "") -> list[tuple[str, bool]]:
+        """(full path, is a folder) of what is directly in ``rel``."""
+        import pyarrow.fs as pafs
+
+        sel = pafs.FileSelector(self.join(rel) if rel else self.path, allow_not_found=True)
+        return [(i.path, i.type == pafs.FileType.Directory) for i in self.fs.get_file_info(sel)]
+
     def exists(self, rel: str = "") -> bool:
         import pyarrow.fs as pafs
 
@@ -126,11 +221,15 @@ class Location:
     def write_json(self, rel: str, value: Any) -> None:
         """Written whole: to a temporary name, then moved over the old (atomic where the file
         system renames atomically; object stores copy)."""
-        self.fs.create_dir(posixpath.dirname(self.join(rel)), recursive=True)
+        self.make_dir(posixpath.dirname(self.join(rel)))
         tmp = self.join(f"{rel}.tmp-{uuid.uuid4().hex[:8]}")
-        with self.fs.open_output_stream(tmp) as f:
-            f.write((json.dumps(value) + "\n").encode())
-        self.fs.move(tmp, self.join(rel))
+        try:
+            with self.open_new(tmp) as f:
+                f.write((json.dumps(value) + "\n").encode())
+            self.fs.move(tmp, self.join(rel))
+        except BaseException:
+            self.remove(tmp)
+            raise
 
     def delete_dir(self, rel: str) -> None:
         with contextlib.suppress(FileNotFoundError):
