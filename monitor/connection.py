@@ -9,7 +9,10 @@ for its client: :meth:`KafkaConnection.client_kwargs` (kafka-python) and
 Secrets are :class:`~pydantic.SecretStr` (they print as ``**********``; a validation error
 never echoes them) or come from a file (``*_file``: its first line, e.g. a mounted
 Kubernetes secret), which keeps them out of the environment and the config file. They are
-revealed only in the two renderings, which go straight to a client.
+revealed only in the two renderings, which go straight to a client. A connection that sends
+its credentials in clear (SASL PLAIN's password or an OAUTHBEARER token over
+SASL_PLAINTEXT) is warned of once in a process, when first rendered
+(:meth:`KafkaConnection.warn_in_clear`).
 
 TLS material: PEM files (``ssl_cafile``, ``ssl_certfile``, ``ssl_keyfile``) work for both
 clients. Java key and trust stores (PKCS12, JKS: ``ssl_keystore_*``, ``ssl_truststore_*``)
@@ -37,6 +40,7 @@ import base64
 import binascii
 import collections
 import importlib
+import ipaddress
 import json
 import logging
 import re
@@ -51,7 +55,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 from urllib.error import HTTPError, URLError
-from urllib.parse import quote, quote_plus, urlencode
+from urllib.parse import quote, quote_plus, urlencode, urlsplit
 from urllib.request import Request, urlopen
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
@@ -93,6 +97,28 @@ _BEARER_TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
 #: KIP-342 / RFC 7628 extension keys and values (``auth`` is the token's own key).
 _EXTENSION_KEY = re.compile(r"[A-Za-z]+")
 _EXTENSION_VALUE = re.compile(r"[\x21-\x7E \t\r\n]+")
+
+
+def exposed_in_clear(url: str) -> bool:
+    """Whether what is sent to ``url`` crosses a network unencrypted: an ``http://`` URL
+    whose host is not this machine's loopback (``localhost``, 127.0.0.0/8, ``::1``: traffic
+    that never leaves the host). What refuses a password or token over plain HTTP asks this.
+
+    >>> exposed_in_clear("http://grafana:3000"), exposed_in_clear("https://grafana:3000")
+    (True, False)
+    >>> exposed_in_clear("http://127.0.0.1:3000"), exposed_in_clear("http://[::1]:3000/")
+    (False, False)
+    """
+    parts = urlsplit(url)
+    if parts.scheme.lower() != "http":
+        return False
+    host = (parts.hostname or "").rstrip(".").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return False
+    try:
+        return not ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a name: it may resolve anywhere
+        return True
 
 
 def read_secret_file(path: Path | str, what: str) -> SecretStr:
@@ -439,6 +465,16 @@ def _oauth_error(e: HTTPError) -> str:
     return f": {text}" if text else ""
 
 
+#: The connections whose credentials in clear were warned of (once in a process each).
+_WARNED_IN_CLEAR: set[str] = set()
+_WARNED_LOCK = threading.Lock()
+#: What each mechanism sends in clear over SASL_PLAINTEXT (SCRAM sends no password).
+_SENT_IN_CLEAR = {
+    "PLAIN": "the password",
+    "OAUTHBEARER": "the token (anyone on the path can use it until it expires)",
+}
+
+
 class KafkaConnection(BaseModel):
     """Where a Kafka cluster is and how to authenticate to it."""
 
@@ -628,6 +664,30 @@ class KafkaConnection(BaseModel):
             return "with the AWS default credentials"
         return f"as user {self.sasl_username!r}"
 
+    def in_clear(self) -> str | None:
+        """The warning for credentials this connection sends in clear -- SASL PLAIN's
+        password or an OAUTHBEARER token over SASL_PLAINTEXT -- or None."""
+        sent = _SENT_IN_CLEAR.get(self.sasl_mechanism or "")
+        if self.security_protocol != "SASL_PLAINTEXT" or sent is None:
+            return None
+        return (
+            f"kafka at {self.describe()}: SASL {self.sasl_mechanism} over SASL_PLAINTEXT sends "
+            f"{sent} in clear; use SASL_SSL"
+        )
+
+    def warn_in_clear(self) -> None:
+        """Log :meth:`in_clear`'s warning, once in a process for each connection (the
+        renderings call it: every client of the collector, the job, ``monitor run`` and the
+        checks is made from one)."""
+        warning = self.in_clear()
+        if warning is None:
+            return
+        with _WARNED_LOCK:
+            if warning in _WARNED_IN_CLEAR:
+                return
+            _WARNED_IN_CLEAR.add(warning)
+        log.warning("%s", warning)
+
     def java_only(self) -> list[str]:
         """The settings kafka-python cannot use (Java key and trust stores)."""
         return [n for n in ("ssl_truststore_location", "ssl_keystore_location") if getattr(self, n)]
@@ -668,6 +728,7 @@ class KafkaConnection(BaseModel):
                 f"{', '.join(self.java_only())}: kafka-python reads PEM files only -- give "
                 "ssl_cafile / ssl_certfile (and ssl_keyfile) instead"
             )
+        self.warn_in_clear()
         # kafka-python only where its clients are made (the collector): the Spark job reads
         # these settings too, for its Java client.
         from kafka.errors import KafkaConfigurationError
@@ -728,6 +789,7 @@ class KafkaConnection(BaseModel):
         key in its own file, both go inline (``ssl.keystore.certificate.chain`` and
         ``ssl.keystore.key``). The Java client reads an encrypted PEM key only.
         """
+        self.warn_in_clear()
         o: dict[str, str] = {"bootstrap.servers": self.bootstrap_servers}
         if self.security_protocol != "PLAINTEXT":
             o["security.protocol"] = self.security_protocol

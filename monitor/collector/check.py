@@ -21,7 +21,7 @@ from kafka import KafkaAdminClient
 from kafka.errors import KafkaError
 
 from monitor.collector import jmx
-from monitor.collector.collector import Collector
+from monitor.collector.collector import Collector, fetch_page
 from monitor.collector.config import BLIND_SPOT, CollectorConfig
 from monitor.collector.security import KafkaConnectError, explain_connect_failure
 from monitor.collector.versions import broker_version
@@ -109,9 +109,7 @@ def checks(
     if events:
         _check_events(config, report, create_topics=create_topics, command=command)
     if config.metrics_port is not None:
-        check_web_config(
-            report, "collector /metrics", config.web_config_file, config.metrics_host
-        )
+        check_web_config(report, "collector /metrics", config.web_config_file, config.metrics_host)
     if not config.jmx_urls:
         say(f"exporters: {admin_only_notice()}")
         for kind, needs in sorted(NEEDS_REPLICA_SAMPLES.items()):
@@ -120,7 +118,7 @@ def checks(
     # exporter's, and what the page deadline must allow).
     urls = sorted(config.jmx_urls.items())
     with ThreadPoolExecutor(max_workers=max(1, min(16, len(urls)))) as pool:
-        pages = list(pool.map(lambda item: _read_page(config, item[1]), urls))
+        pages = list(pool.map(lambda item: _read_page(config, item[1], item[0]), urls))
     for (broker, url), page in zip(urls, pages, strict=True):
         report.problems += _check_endpoint(config, broker, url, say, page)
     if brokers is not None:
@@ -170,12 +168,16 @@ def _check_events(
         admin.close()
 
 
-def _read_page(config: CollectorConfig, url: str) -> tuple[str, float] | BaseException:
+def _read_page(
+    config: CollectorConfig, url: str, broker: int | None = None
+) -> tuple[str, float] | BaseException:
     """The page and how long it took to read, within the longest deadline a page may
-    have (:meth:`CollectorConfig.page_deadline` of a first page), or what failed."""
+    have (:meth:`CollectorConfig.page_deadline` of a first page), reached as the collector
+    reaches ``broker``'s (:meth:`CollectorConfig.page_access`), or what failed."""
     began = time.monotonic()
+    access = None if broker is None else config.page_access(broker)
     try:
-        page = jmx.fetch(url, config.page_deadline(()), config.jmx_max_bytes)
+        page = fetch_page(url, config.page_deadline(()), config.jmx_max_bytes, access)
     except Exception as e:
         return e
     return page, time.monotonic() - began
@@ -206,6 +208,9 @@ def _check_endpoint(
     where = f"exporter of broker {broker} ({url})"
     if isinstance(read, TimeoutError):
         say(f"{where}: FAIL -- {read}: {_too_slow(config)}")
+        return 1
+    if isinstance(read, jmx.PageError):  # says what to check (a 401: which credentials)
+        say(f"{where}: FAIL -- {read}")
         return 1
     if isinstance(read, BaseException):
         say(f"{where}: FAIL -- {read!r}")

@@ -15,15 +15,134 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from monitor import settings
-from monitor.collector.jmx import MAX_PAGE_BYTES, PROFILES, JmxNames
+from monitor.collector.jmx import MAX_PAGE_BYTES, PROFILES, JmxNames, PageAccess
 from monitor.collector.shards import Shard
 from monitor.collector.versions import UncleanCounter
-from monitor.connection import KafkaConnection
+from monitor.connection import KafkaConnection, exposed_in_clear
 from monitor.contract.events import EVENTS_TOPIC
+
+
+def _existing_file(path: Path | None) -> Path | None:
+    """A file setting's path, which must name a readable file (the error names both)."""
+    if path is None:
+        return None
+    path = path.expanduser()
+    if not path.exists():
+        raise ValueError(f"{path} does not exist")
+    if not path.is_file():
+        raise ValueError(f"{path} is not a file")
+    try:
+        with path.open("rb"):
+            pass
+    except OSError as e:
+        raise ValueError(f"cannot read {path}: {e.strerror or e}") from None
+    return path
+
+
+def _secret_file(path: Path) -> Path:
+    """A secret's file: readable and not empty (its first line is the secret; read again at
+    each page, never kept here)."""
+    checked = _existing_file(path)
+    assert checked is not None
+    if not checked.read_text(errors="replace").strip():
+        raise ValueError(f"{checked} is empty")
+    return checked
+
+
+class JmxTlsConfig(BaseModel):
+    """TLS to the exporter pages (``https://``): Prometheus's ``tls_config``, its keys."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: PEM CA bundle the exporter's certificate is checked against (unset: the system's).
+    ca_file: Path | None = None
+    #: PEM client certificate for mutual TLS (may hold its key too), and its key.
+    cert_file: Path | None = None
+    key_file: Path | None = None
+    #: The name the exporter's certificate must hold (and the SNI sent), when it is not the
+    #: URL's host (a page reached by IP address, a certificate for the broker's own name).
+    server_name: str | None = Field(default=None, min_length=1)
+    #: Do not check the exporter's certificate at all (a test bench; never in production).
+    insecure_skip_verify: bool = False
+
+    _files = field_validator("ca_file", "cert_file", "key_file")(_existing_file)
+
+    @model_validator(mode="after")
+    def _loads(self) -> JmxTlsConfig:
+        if self.key_file is not None and self.cert_file is None:
+            raise ValueError("key_file needs cert_file (the certificate of that key)")
+        problem = PageAccess(
+            ca_file=self.ca_file, cert_file=self.cert_file, key_file=self.key_file
+        ).tls_problem()
+        if problem:
+            raise ValueError(problem)
+        return self
+
+
+class JmxBasicAuth(BaseModel):
+    """HTTP basic auth to the exporter pages: Prometheus's ``basic_auth``, the password from
+    a file only (re-read when it changes)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    username: str = Field(min_length=1)
+    #: The file whose first line is the password.
+    password_file: Path
+
+    _file = field_validator("password_file")(_secret_file)
+
+    @field_validator("username")
+    @classmethod
+    def _user(cls, v: str) -> str:
+        if ":" in v or not v.isprintable():
+            raise ValueError("a basic-auth username has no ':' and no control character")
+        return v
+
+
+class JmxAuthorization(BaseModel):
+    """An ``Authorization: <type> <credentials>`` header to the exporter pages (a bearer
+    token): Prometheus's ``authorization``, the credentials from a file only (re-read when
+    it changes)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    type: str = Field(default="Bearer", pattern=r"^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")
+    #: The file whose first line is the token.
+    credentials_file: Path
+
+    _file = field_validator("credentials_file")(_secret_file)
+
+    @field_validator("type")
+    @classmethod
+    def _not_basic(cls, v: str) -> str:
+        if v.lower() == "basic":
+            raise ValueError('type "Basic": use basic_auth (username and password_file)')
+        return v
+
+
+class JmxScrape(BaseModel):
+    """One broker's exporter page reached otherwise than the others
+    (``jmx_scrape_per_broker``): each key given replaces the collector-wide one --
+    ``tls_config`` for ``jmx_tls_config``; ``basic_auth`` or ``authorization`` (either, or
+    both set to null: none) for ``jmx_basic_auth`` and ``jmx_authorization`` together;
+    ``allow_insecure_credentials`` for ``jmx_allow_insecure_credentials``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tls_config: JmxTlsConfig | None = None
+    basic_auth: JmxBasicAuth | None = None
+    authorization: JmxAuthorization | None = None
+    allow_insecure_credentials: bool = False
+
+    @model_validator(mode="after")
+    def _one_auth(self) -> JmxScrape:
+        if self.basic_auth is not None and self.authorization is not None:
+            raise ValueError("give basic_auth or authorization, not both")
+        return self
 
 
 class CollectorConfig(settings.LayeredSettings):
@@ -105,6 +224,19 @@ class CollectorConfig(settings.LayeredSettings):
     #: TLS), basic-auth users with bcrypt hashes (docs/deploy.md, "Securing /metrics";
     #: monitor.exporter.webconfig). Reloaded when the file changes. None: plain HTTP.
     web_config_file: Path | None = None
+    #: How the exporter pages are reached, for every broker (``jmx_scrape_per_broker``
+    #: overrides them for one): TLS material for ``https://`` pages, and basic auth or an
+    #: ``Authorization`` header (a bearer token), as Prometheus's ``scrape_config`` names
+    #: them (docs/collector.md, "Scraping secured exporter pages"). Secrets from files
+    #: only, read again when the file changes; never logged.
+    jmx_tls_config: JmxTlsConfig | None = None
+    jmx_basic_auth: JmxBasicAuth | None = None
+    jmx_authorization: JmxAuthorization | None = None
+    #: Send a password or token to a plain ``http://`` page of another host (refused
+    #: otherwise: anyone on the path could read it; loopback is allowed).
+    jmx_allow_insecure_credentials: bool = False
+    #: By broker id: that broker's page reached otherwise (:class:`JmxScrape`).
+    jmx_scrape_per_broker: dict[int, JmxScrape] = Field(default_factory=dict)
 
     @field_validator("jmx_urls")
     @classmethod
@@ -189,6 +321,81 @@ class CollectorConfig(settings.LayeredSettings):
                 f"({self.jmx_timeout_s:g}): a page gets the round's deadline at most; raise "
                 "round_timeout_s too"
             )
+        return self
+
+    def _scrape_of(
+        self, broker: int
+    ) -> tuple[
+        tuple[str, JmxTlsConfig | None], tuple[str, JmxBasicAuth | JmxAuthorization | None], bool
+    ]:
+        """A broker's TLS settings and credentials in force, each with the setting it
+        comes from, and whether credentials may go over plain HTTP."""
+        tls: tuple[str, JmxTlsConfig | None] = ("jmx_tls_config", self.jmx_tls_config)
+        if self.jmx_basic_auth is not None:
+            auth: tuple[str, JmxBasicAuth | JmxAuthorization | None] = (
+                "jmx_basic_auth",
+                self.jmx_basic_auth,
+            )
+        else:
+            auth = ("jmx_authorization", self.jmx_authorization)
+        insecure = self.jmx_allow_insecure_credentials
+        own = self.jmx_scrape_per_broker.get(broker)
+        if own is not None:
+            given, where = own.model_fields_set, f"jmx_scrape_per_broker[{broker}]"
+            if "tls_config" in given:
+                tls = (f"{where}.tls_config", own.tls_config)
+            if own.basic_auth is not None:
+                auth = (f"{where}.basic_auth", own.basic_auth)
+            elif {"basic_auth", "authorization"} & given:
+                auth = (f"{where}.authorization", own.authorization)
+            if "allow_insecure_credentials" in given:
+                insecure = own.allow_insecure_credentials
+        return tls, auth, insecure
+
+    def page_access(self, broker: int) -> PageAccess | None:
+        """How ``broker``'s exporter page is reached (:class:`jmx.PageAccess`: paths and
+        names, no secret), None when plainly (no TLS settings, no credentials)."""
+        (tls_where, tls), (auth_where, auth), _ = self._scrape_of(broker)
+        if tls is None and auth is None:
+            return None
+        tls = tls or JmxTlsConfig()
+        return PageAccess(
+            ca_file=tls.ca_file,
+            cert_file=tls.cert_file,
+            key_file=tls.key_file,
+            server_name=tls.server_name,
+            insecure_skip_verify=tls.insecure_skip_verify,
+            username=auth.username if isinstance(auth, JmxBasicAuth) else None,
+            password_file=auth.password_file if isinstance(auth, JmxBasicAuth) else None,
+            auth_type=auth.type if isinstance(auth, JmxAuthorization) else "Bearer",
+            credentials_file=auth.credentials_file if isinstance(auth, JmxAuthorization) else None,
+            tls_setting=tls_where,
+            auth_setting=auth_where,
+        )
+
+    @model_validator(mode="after")
+    def _jmx_access(self) -> CollectorConfig:
+        if self.jmx_basic_auth is not None and self.jmx_authorization is not None:
+            raise ValueError("give jmx_basic_auth or jmx_authorization, not both")
+        stray = sorted(set(self.jmx_scrape_per_broker) - set(self.jmx_urls))
+        if stray:
+            raise ValueError(f"jmx_scrape_per_broker: broker(s) {stray} have no jmx_urls entry")
+        for broker, url in sorted(self.jmx_urls.items()):
+            (tls_where, tls), (auth_where, auth), insecure = self._scrape_of(broker)
+            if not url.startswith("http://"):
+                continue
+            if tls is not None:
+                raise ValueError(
+                    f"jmx_urls[{broker}] is {url}, plain HTTP, but {tls_where} is set: use "
+                    f"https:// (or give jmx_scrape_per_broker[{broker}] tls_config = null)"
+                )
+            if auth is not None and exposed_in_clear(url) and not insecure:
+                what = "password" if isinstance(auth, JmxBasicAuth) else "token"
+                raise ValueError(
+                    f"jmx_urls[{broker}] is {url}, plain HTTP to another host: {auth_where}'s "
+                    f"{what} would cross the network in clear -- use https:// (jmx_tls_config), "
+                    "or set jmx_allow_insecure_credentials = true to send it anyway"
+                )
         return self
 
     @model_validator(mode="after")

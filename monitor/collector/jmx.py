@@ -31,6 +31,7 @@ would be a false reading, and a false reading can page.
 
 from __future__ import annotations
 
+import base64
 import functools
 import http.client
 import io
@@ -42,16 +43,19 @@ import re
 import socket
 import ssl
 import sys
+import threading
 import time
 import urllib.parse
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from monitor import __version__
+from monitor.connection import read_secret_file
 from monitor.contract.events import INT64_MAX
 
 #: One label of a sample, matched where it must begin (never searched for: an unclosed
@@ -375,7 +379,224 @@ _USER_AGENT = f"kafka-replication-monitor/{__version__}"
 
 
 class PageError(Exception):
-    """An exporter page that could not be read: too large, or an answer other than 200."""
+    """An exporter page that could not be read: too large, an answer other than 200, TLS
+    refused, or a credential that could not be read (the message names the setting to
+    check, never a secret)."""
+
+
+#: Where the exporter's secured-page settings are documented, for the lines that name them.
+_SECURED_DOC = "docs/collector.md, 'Scraping secured exporter pages'"
+
+
+def _file_id(path: Path) -> tuple[int, int, int]:
+    """What tells a rewritten file (inode, size, modification time); OSError if absent."""
+    st = path.stat()
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def _no_key_password() -> bytes:
+    """The password callback of a client key: none is taken (as Prometheus, an unencrypted
+    PEM key), and OpenSSL must never prompt on the terminal for one."""
+    raise ValueError("the key is encrypted: give an unencrypted PEM key")
+
+
+class PageAccess:
+    """How one broker's exporter page is reached beyond a plain GET: the TLS material of an
+    ``https://`` page (Prometheus's ``tls_config``: ``ca_file``, ``cert_file``,
+    ``key_file``, ``server_name``, ``insecure_skip_verify``) and its credentials -- basic
+    auth (``username``, ``password_file``) or an ``Authorization`` header (``auth_type``
+    and ``credentials_file``: a bearer token). ``tls_setting`` and ``auth_setting`` name
+    the settings they come from, for the errors.
+
+    Holds paths and names, never a secret: each secret is read from its file when a page is
+    fetched, again only when the file changed (its inode, size or modification time: a
+    rotated Kubernetes secret); the TLS context is built again when one of its files
+    changed (a renewed client certificate). Thread-safe: a broker's late page and its next
+    one may be read at once."""
+
+    def __init__(
+        self,
+        *,
+        ca_file: Path | None = None,
+        cert_file: Path | None = None,
+        key_file: Path | None = None,
+        server_name: str | None = None,
+        insecure_skip_verify: bool = False,
+        username: str | None = None,
+        password_file: Path | None = None,
+        auth_type: str = "Bearer",
+        credentials_file: Path | None = None,
+        tls_setting: str = "jmx_tls_config",
+        auth_setting: str = "jmx_basic_auth",
+    ) -> None:
+        if (password_file is None) != (username is None):
+            raise ValueError("basic auth needs a username and a password file")
+        if password_file is not None and credentials_file is not None:
+            raise ValueError("give basic auth or an authorization header, not both")
+        self.ca_file, self.cert_file, self.key_file = ca_file, cert_file, key_file
+        self.server_name = server_name
+        self.insecure_skip_verify = insecure_skip_verify
+        self.username, self.password_file = username, password_file
+        self.auth_type, self.credentials_file = auth_type, credentials_file
+        self.tls_setting, self.auth_setting = tls_setting, auth_setting
+        self._lock = threading.Lock()
+        self._context: tuple[tuple[Any, ...], ssl.SSLContext] | None = None
+        self._secret: tuple[tuple[int, int, int], str] | None = None
+
+    def __repr__(self) -> str:
+        given = {
+            "ca_file": self.ca_file, "cert_file": self.cert_file, "key_file": self.key_file,
+            "server_name": self.server_name, "username": self.username,
+            "password_file": self.password_file, "credentials_file": self.credentials_file,
+        }  # fmt: skip
+        shown = ", ".join(f"{k}={v!r}" for k, v in given.items() if v is not None)
+        skip = ", insecure_skip_verify=True" if self.insecure_skip_verify else ""
+        return f"PageAccess({shown}{skip})"
+
+    # -- TLS ---------------------------------------------------------------------------
+
+    def _tls_files(self) -> tuple[Any, ...]:
+        return tuple(
+            None if p is None else _file_id(p)
+            for p in (self.ca_file, self.cert_file, self.key_file)
+        )
+
+    def _new_context(self) -> ssl.SSLContext:
+        ctx = ssl.create_default_context(cafile=None if self.ca_file is None else str(self.ca_file))
+        if self.insecure_skip_verify:
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+        if self.cert_file is not None:
+            ctx.load_cert_chain(self.cert_file, self.key_file, password=_no_key_password)
+        return ctx
+
+    def tls_problem(self) -> str | None:
+        """Why the TLS files cannot be used (None: they can): for the settings' check."""
+        try:
+            self._new_context()
+        except (OSError, ValueError) as e:
+            return self._files_problem(e)
+        return None
+
+    def _files_problem(self, e: BaseException) -> str:
+        reason = getattr(e, "reason", None) or getattr(e, "strerror", None) or str(e)
+        if isinstance(e, ValueError):  # _no_key_password's
+            return f"{self.tls_setting}.key_file: {reason}"
+        files = [f"{name} {path}" for name, path in
+                 (("ca_file", self.ca_file), ("cert_file", self.cert_file),
+                  ("key_file", self.key_file)) if path is not None]  # fmt: skip
+        return f"{self.tls_setting}: cannot load {', '.join(files)} as PEM: {reason}"
+
+    def ssl_context(self) -> ssl.SSLContext:
+        """The TLS context (the same one until one of its files changes)."""
+        with self._lock:
+            try:
+                key = self._tls_files()
+                if self._context is None or self._context[0] != key:
+                    self._context = (key, self._new_context())
+            except (OSError, ValueError) as e:
+                raise PageError(self._files_problem(e)) from None
+            return self._context[1]
+
+    def tls_rejected(self, e: ssl.SSLError) -> str:
+        """What a failed TLS exchange means, and which setting to look at."""
+        tls = self.tls_setting
+        if isinstance(e, ssl.SSLCertVerificationError):
+            said = e.verify_message or e.reason or "not trusted"
+            if "mismatch" in said:
+                hint = f"set {tls}.server_name to a name the certificate holds"
+            elif self.ca_file is None:
+                hint = f"set {tls}.ca_file to the CA that signed the exporter's certificate"
+            else:
+                hint = f"is {tls}.ca_file ({self.ca_file}) the CA that signed it?"
+            return f"TLS: the exporter's certificate is not trusted ({said}): {hint}"
+        reason = str(e.reason or e)
+        # A refused client certificate is an alert, or (as Python's own server does) the
+        # connection closed at the handshake's end: an EOF.
+        closed = isinstance(e, ssl.SSLEOFError) or "EOF" in reason
+        if "CERTIFICATE_REQUIRED" in reason or (
+            self.cert_file is None and ("HANDSHAKE_FAILURE" in reason or closed)
+        ):
+            hint = (
+                f"the exporter requires a client certificate: set {tls}.cert_file and key_file"
+                if not closed
+                else "the exporter closed the connection: if it requires a client certificate, "
+                f"set {tls}.cert_file and key_file"
+            )
+        elif "WRONG_VERSION_NUMBER" in reason:
+            hint = "is the page plain HTTP? use http://"
+        elif self.cert_file is not None and (
+            closed
+            or any(w in reason for w in ("UNKNOWN_CA", "BAD_CERTIFICATE", "CERTIFICATE_UNKNOWN"))
+        ):
+            hint = (
+                f"the exporter does not accept the client certificate {tls}.cert_file "
+                f"({self.cert_file})"
+            )
+        else:
+            hint = f"check {tls}"
+        return f"TLS refused: {reason}: {hint}"
+
+    # -- credentials ---------------------------------------------------------------------
+
+    def credentials(self) -> str | None:
+        """How the credentials are given, for messages (no secret)."""
+        if self.password_file is not None:
+            return f"user {self.username!r}, the password in {self.password_file}"
+        if self.credentials_file is not None:
+            return f"{self.auth_type} credentials in {self.credentials_file}"
+        return None
+
+    def authorization(self) -> str | None:
+        """The ``Authorization`` header's value (None: no credentials); :class:`PageError`
+        naming the setting and the file -- never its content -- when it cannot be read."""
+        path = self.password_file or self.credentials_file
+        if path is None:
+            return None
+        setting = self.auth_setting + (
+            ".password_file" if self.password_file is not None else ".credentials_file"
+        )
+        with self._lock:
+            try:
+                key = _file_id(path)
+                if self._secret is None or self._secret[0] != key:
+                    self._secret = (key, read_secret_file(path, setting).get_secret_value())
+            except OSError as e:
+                raise PageError(f"{setting}: cannot read {path}: {e.strerror or e}") from None
+            except ValueError as e:  # read_secret_file's: names the setting and the file
+                raise PageError(str(e)) from None
+            secret = self._secret[1]
+        if self.password_file is not None:
+            pair = f"{self.username}:{secret}".encode()
+            return "Basic " + base64.b64encode(pair).decode("ascii")
+        if not (secret.isascii() and secret.isprintable()) or " " in secret:
+            raise PageError(
+                f"{setting}: the token in {path} holds a space or a character outside "
+                "printable ASCII: a token is one word"
+            )
+        return f"{self.auth_type} {secret}"
+
+    def refused(self, status: int, reason: str) -> str:
+        """The line for a 401 or 403 answer: which setting to check."""
+        given = self.credentials()
+        if status == 401 and given is None:
+            return (
+                f"HTTP 401 {reason}: the exporter asks for credentials -- set jmx_basic_auth "
+                f"or jmx_authorization ({_SECURED_DOC})"
+            )
+        if status == 401:
+            return (
+                f"HTTP 401 {reason}: the credentials were refused -- check {self.auth_setting} "
+                f"({given})"
+            )
+        shown = f" ({given})" if given else ""
+        return (
+            f"HTTP 403 {reason}: not allowed to read the page -- check {self.auth_setting}{shown}"
+        )
+
+
+#: How a page without settings of its own is reached: system CAs, no credentials.
+_PLAIN = PageAccess()
 
 
 class _DeadlineSocket:
@@ -424,33 +645,49 @@ class _DeadlineReader(io.RawIOBase):
         return self._sock.recv_into(buffer)
 
 
-def fetch(url: str, timeout_s: float, max_bytes: int = MAX_PAGE_BYTES) -> str:
+def fetch(
+    url: str, timeout_s: float, max_bytes: int = MAX_PAGE_BYTES, access: PageAccess | None = None
+) -> str:
     """GET an exporter page: all of it within ``timeout_s`` (connecting, the TLS handshake,
     the request, the headers and the body: a deadline, not a timeout per read; the name's
     DNS lookup aside) and at most ``max_bytes`` of it.
 
-    Raises :class:`TimeoutError` past the deadline, :class:`PageError` for a page too large
-    or an answer other than 200, :class:`OSError` or :class:`http.client.HTTPException`
-    for the connection. Plain HTTP, or HTTPS verified against the system's CAs; like
-    Prometheus, no proxy from the environment.
+    ``access``: the page's TLS settings and credentials (:class:`PageAccess`); None: plain
+    HTTP, or HTTPS verified against the system's CAs, no credentials. Like Prometheus: no
+    proxy from the environment, no redirect followed (the credentials go to the URL given,
+    nowhere else).
+
+    Raises :class:`TimeoutError` past the deadline, :class:`PageError` for a page too large,
+    an answer other than 200, a TLS exchange refused or a credential that cannot be read
+    (each naming the setting to check), :class:`OSError` or
+    :class:`http.client.HTTPException` for the connection.
     """
     deadline = time.monotonic() + timeout_s
     parts = urllib.parse.urlsplit(url)
     host, https = parts.hostname or "", parts.scheme == "https"
     port = parts.port or (443 if https else 80)
+    how = _PLAIN if access is None else access
+    headers = {"User-Agent": _USER_AGENT}
+    authorization = how.authorization()  # before connecting: a missing file costs nothing
+    if authorization is not None:
+        headers["Authorization"] = authorization
     guard: _DeadlineSocket | None = None
     try:
+        context = how.ssl_context() if https and access is not None else None
         guard = _DeadlineSocket(
             socket.create_connection((host, port), timeout=timeout_s), deadline, timeout_s
         )
         if https:  # the handshake's timeout is one deadline for all of it (Python >= 3.5)
             guard.sock.settimeout(guard.left())
-            guard.sock = ssl.create_default_context().wrap_socket(guard.sock, server_hostname=host)
+            context = context or ssl.create_default_context()
+            guard.sock = context.wrap_socket(guard.sock, server_hostname=how.server_name or host)
         conn = http.client.HTTPConnection(host, port)  # speaks HTTP over the guarded socket
         conn.sock = guard
         path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        conn.request("GET", path, headers={"User-Agent": _USER_AGENT})
+        conn.request("GET", path, headers=headers)
         resp = conn.getresponse()
+        if resp.status in (401, 403):
+            raise PageError(how.refused(resp.status, resp.reason))
         if resp.status != 200:
             raise PageError(f"HTTP {resp.status} {resp.reason}")
         declared = resp.getheader("Content-Length", "")
@@ -463,6 +700,8 @@ def fetch(url: str, timeout_s: float, max_bytes: int = MAX_PAGE_BYTES) -> str:
                 raise PageError(f"a page over jmx_max_bytes ({max_bytes} bytes)")
     except TimeoutError:  # the guard's, or a socket operation's that outlived the time left
         raise TimeoutError(f"page not read within {timeout_s:g} s") from None
+    except ssl.SSLError as e:  # the handshake's, or (TLS 1.3) a client certificate refused
+        raise PageError(how.tls_rejected(e)) from None
     finally:
         if guard is not None:
             guard.sock.close()
