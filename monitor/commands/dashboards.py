@@ -8,6 +8,10 @@ changes nothing but the dashboards' version numbers. It sends the JSON shipped i
 ``dashboards`` package; ``generate`` builds that JSON with Grafana's foundation SDK, which
 is the ``dashboards`` extra's. For file provisioning instead, see
 ``deploy/grafana/provisioning`` and docs/dashboards.md.
+
+A token or password goes over ``https://``, or plain ``http://`` to this machine's loopback
+only (``localhost``, 127.0.0.1, ``::1``: a port-forward or an SSH tunnel), unless
+``--allow-insecure-credentials`` says otherwise (:func:`monitor.connection.exposed_in_clear`).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from typing import Any
 
 from dashboards import DATASOURCE_NAME, DATASOURCE_UID, FOLDER_UID
 from monitor import __version__, assets
+from monitor.connection import exposed_in_clear
 
 #: Where ``generate`` writes by default: the package's own folder in a checkout (the
 #: committed JSON), the current directory's ``grafana-dashboards`` for an installed wheel.
@@ -354,6 +359,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help=argparse.SUPPRESS)  # fmt: skip
     u.add_argument("--password", dest="secret_flag", action="store_const", const="--password",
                    help=argparse.SUPPRESS)  # fmt: skip
+    u.add_argument(
+        "--allow-insecure-credentials",
+        action="store_true",
+        help="send the token or password even to a plain http:// URL of another host (refused "
+        "otherwise: anyone on the path could read it; http://localhost and 127.0.0.1 are "
+        "allowed)",
+    )
     u.add_argument("--folder", default=DEFAULT_FOLDER, help=f"folder title ({DEFAULT_FOLDER!r})")
     u.add_argument(
         "--prometheus-url",
@@ -450,6 +462,19 @@ def _push(args: argparse.Namespace) -> int:
         credential = token
     else:
         credential = None  # anonymous: only for a Grafana with anonymous Editor access
+    if (
+        credential is not None
+        and exposed_in_clear(args.url)
+        and not args.allow_insecure_credentials
+    ):
+        what = f"--user {args.user}'s password" if args.user else "the token"
+        print(
+            f"monitor dashboards push: --url {args.url} is plain HTTP to another host: {what} "
+            "would cross the network in clear -- use https://, or give "
+            "--allow-insecure-credentials to send it anyway",
+            file=sys.stderr,
+        )
+        return 64  # monitor.cli.EXIT_USAGE
     try:
         report = push(
             args.url,

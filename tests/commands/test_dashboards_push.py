@@ -425,3 +425,59 @@ def test_no_dashboards_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFi
     (tmp_path / "broken.json").write_text("{not json")
     assert main(["dashboards", "push", "--url", url, "--dir", str(tmp_path)]) == 2
     assert f"cannot read dashboard {tmp_path / 'broken.json'}: " in capsys.readouterr().err
+
+
+def _pushed(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Any]]:
+    """``push`` replaced by a recorder of (url, credential): no request leaves."""
+    from monitor.commands import dashboards
+    from monitor.commands.dashboards import PushReport
+
+    calls: list[tuple[str, Any]] = []
+
+    def record(url: str, credential: Any, **kwargs: Any) -> PushReport:
+        calls.append((url, credential))
+        return PushReport(grafana_version="11.6.0")
+
+    monkeypatch.setattr(dashboards, "push", record)
+    return calls
+
+
+@pytest.mark.parametrize(
+    ("extra", "what"),
+    [([], "the token"), (["--user", "admin"], "--user admin's password")],
+)
+def test_credentials_to_plain_http_of_another_host_are_refused(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    extra: list[str],
+    what: str,
+) -> None:
+    """Issue 51: a token or password over http:// crosses the network in clear. Refused
+    before any request (exit 64), unless --allow-insecure-credentials; loopback is allowed
+    (a port-forward, an SSH tunnel: nothing leaves the host)."""
+    monkeypatch.setenv("GRAFANA_PASSWORD", "pw")
+    calls = _pushed(monkeypatch)
+    url = "http://grafana.example:3000"
+    assert main(["dashboards", "push", "--url", url, *extra]) == 64
+    assert capsys.readouterr().err == (
+        f"monitor dashboards push: --url {url} is plain HTTP to another host: {what} would "
+        "cross the network in clear -- use https://, or give --allow-insecure-credentials to "
+        "send it anyway\n"
+    )
+    assert calls == []
+    assert main(["dashboards", "push", "--url", url, *extra, "--allow-insecure-credentials"]) == 0
+    for allowed in ("https://grafana.example", "http://127.0.0.1:3000", "http://localhost:3000",
+                    "http://[::1]:3000"):  # fmt: skip
+        assert main(["dashboards", "push", "--url", allowed, *extra]) == 0, allowed
+    assert [u for u, _ in calls] == [url, "https://grafana.example", "http://127.0.0.1:3000",
+                                     "http://localhost:3000", "http://[::1]:3000"]  # fmt: skip
+
+
+def test_no_credentials_to_plain_http_is_no_refusal(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Anonymous (a Grafana with anonymous Editor access): nothing secret to protect."""
+    monkeypatch.delenv("GRAFANA_TOKEN")
+    calls = _pushed(monkeypatch)
+    assert main(["dashboards", "push", "--url", "http://grafana.example:3000"]) == 0
+    assert calls == [("http://grafana.example:3000", None)]
