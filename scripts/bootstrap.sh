@@ -33,7 +33,16 @@ fi
 stamp=.venv/.installed-$(sha1sum requirements.lock pyproject.toml | sha1sum | cut -c1-12)
 if [ ! -f "$stamp" ]; then
   step "installing pinned dependencies (requirements.lock) and the package"
-  .venv/bin/pip install --disable-pip-version-check --progress-bar off -q --upgrade pip
+  # pip itself first, from its hashed entry in the lock (never an unpinned upgrade from the
+  # index): the lock's other files are then installed by the pinned pip.
+  awk '/^pip==/ { keep = 1; print; next } keep && /^[ \t]/ { print; next } { keep = 0 }' \
+    requirements.lock > .venv/pip.lock
+  if ! grep -q -- '--hash=sha256:' .venv/pip.lock; then
+    echo "bootstrap: requirements.lock has no hashed pip==VERSION entry (scripts/lock.py)" >&2
+    exit 1
+  fi
+  .venv/bin/python -m pip install --disable-pip-version-check --progress-bar off -q \
+    --require-hashes --no-deps -r .venv/pip.lock
   # --require-hashes: every file must match the lock's hashes (scripts/lock.py writes them).
   # --no-compile: modules are compiled on first import, not all at install (all ~6,400 of
   # them: 38 CPU-s on a 2-core test machine, docs/benchmarks.md; most never imported).
