@@ -113,6 +113,13 @@ def add_options(p: argparse.ArgumentParser) -> None:
         help="extra Spark setting (repeatable)",
     )
     p.add_argument(
+        "--spark-encrypt",
+        action="store_true",
+        default=None,
+        help="encrypt Spark's RPC, block transfers and shuffle files (spark_encrypt; with "
+        "spark_authenticate, on by default)",
+    )
+    p.add_argument(
         "--check",
         action="store_true",
         help="check the monitor's cluster, its topics and permissions, Java, Spark's Kafka "
@@ -166,6 +173,7 @@ def config_from_args(args: argparse.Namespace) -> StreamingConfig:
         "metrics_host": args.metrics_host,
         "web_config_file": args.web_config_file,
         "per_partition": args.per_partition,
+        "spark_encrypt": args.spark_encrypt,
     }
     flags = {k: v for k, v in given.items() if v is not None}
     if args.master is not None:

@@ -973,6 +973,8 @@ def run(cfg: StreamingConfig, hooks: Sequence[Hook] = ()) -> int:
                 **PRIVATE_SPARK_CONF,
                 **with_system_properties(cfg.spark_conf, cfg.kafka.java_system_properties()),
             },
+            authenticate=cfg.spark_authenticate,
+            encrypt=cfg.spark_encrypt,
         )
         if cfg.wait_for_topics_s > 0:
             wait_for_topic(cfg.kafka.client_kwargs(), cfg.events_topic, cfg.wait_for_topics_s)
