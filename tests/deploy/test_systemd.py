@@ -177,31 +177,60 @@ def test_stream_keeps_checkpoint_and_store_in_its_state_directory() -> None:
     }
 
 
-def _env_file() -> dict[str, str]:
-    """The example env file's variables, the commented-out examples included."""
-    out: dict[str, str] = {}
+def _env_lines(*, commented: bool) -> list[tuple[str, str]]:
+    """The example env file's variables in order: the set ones, or the commented-out examples."""
+    out = []
     for raw in (UNITS_DIR / "kafka-replication-monitor.env").read_text().splitlines():
+        if raw.startswith("#") != commented:
+            continue
         line = raw.lstrip("#").strip()
         if re.match(r"^[A-Z][A-Z0-9_]*=", line):
             key, _, value = line.partition("=")
-            out[key] = value
+            out.append((key, value))
     return out
+
+
+def _env_file() -> dict[str, str]:
+    """The example env file's variables, the commented-out examples included."""
+    return dict(_env_lines(commented=False) + _env_lines(commented=True))
 
 
 def test_every_monitor_variable_names_a_setting() -> None:
     """The env file's and the units' ``MONITOR_*`` names are settings (an unknown one is
-    refused at start); the metrics listen on every address at the documented ports."""
+    refused at start), the commented-out examples' too; the metrics at the documented ports."""
     env = _env_file()
     for name in UNITS:
         env.update(_environment(_unit(name)))
     assert collector_config.unknown_env_keys(env) == []
     assert streaming_config.unknown_env_keys(env) == []
-    assert env["MONITOR_COLLECTOR_METRICS_HOST"] == "0.0.0.0"
-    assert env["MONITOR_STREAMING_METRICS_HOST"] == "0.0.0.0"
     assert (env["MONITOR_COLLECTOR_METRICS_PORT"], env["MONITOR_STREAMING_METRICS_PORT"]) == (
         "9479",
         "9478",
     )
+
+
+WEB_CONFIG = "/etc/kafka-replication-monitor/web-config.yml"
+
+
+def test_metrics_listen_on_loopback_unless_guarded() -> None:
+    """Both /metrics bind 127.0.0.1 as the file is shipped; its example of every interface
+    (0.0.0.0) comes with the web configuration (TLS, basic auth) for the same endpoint."""
+    given = dict(_env_lines(commented=False))
+    for prefix in ("MONITOR_COLLECTOR_", "MONITOR_STREAMING_"):
+        assert given[f"{prefix}METRICS_HOST"] == "127.0.0.1"
+        assert f"{prefix}WEB_CONFIG_FILE" not in given  # no file to find at first start
+    examples = _env_lines(commented=True)
+    everywhere = [k for k, v in examples if k.endswith("_METRICS_HOST") and v == "0.0.0.0"]
+    assert sorted(everywhere) == [
+        "MONITOR_COLLECTOR_METRICS_HOST",
+        "MONITOR_STREAMING_METRICS_HOST",
+    ]
+    for key in everywhere:
+        prefix = key.removesuffix("METRICS_HOST")
+        assert (f"{prefix}WEB_CONFIG_FILE", WEB_CONFIG) in examples, f"{key}=0.0.0.0 unguarded"
+    # Neither unit binds every interface behind the file's back.
+    for name in UNITS:
+        assert not any(k.endswith("_METRICS_HOST") for k in _environment(_unit(name)))
 
 
 def test_the_example_settings_files_are_valid(
