@@ -19,11 +19,10 @@ def check_web_config(report: Report, what: str, path: Path | None, host: str) ->
     if path is not None:
         report.ok(
             f"{what} web configuration",
-            f"{path}: {'TLS' if config.tls else 'no TLS'}, "
-            f"{len(config.users)} basic-auth user(s)",
+            f"{path}: {'TLS' if config.tls else 'no TLS'}, {len(config.users)} basic-auth user(s)",
         )
     elif host not in ("127.0.0.1", "::1", "localhost"):
         report.say(
             f"{what}: served on {host} with no TLS and no authentication -- give "
-            "--web-config-file (docs/deploy.md, \"Securing /metrics\")"
+            '--web-config-file (docs/deploy.md, "Securing /metrics")'
         )

@@ -193,6 +193,12 @@ class WebServer:
             for conn in list(self._conns.values()):
                 conn.transport.abort()
             self._conns.clear()
+            # The connections' tasks end on their aborted transports before the loop does
+            # (not cancelled: Python 3.11's stream callback reports a cancelled handler as
+            # an error); a page still rendering is given two seconds.
+            tasks = [t for t in asyncio.all_tasks(loop) if t is not asyncio.current_task()]
+            if tasks:
+                await asyncio.wait(tasks, timeout=2.0)
             loop.stop()
 
         with contextlib.suppress(RuntimeError):  # the loop already gone
