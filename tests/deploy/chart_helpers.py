@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import bcrypt
 import yaml  # type: ignore[import-untyped]
 
 from tests import background
@@ -99,6 +100,37 @@ ALL_ENABLED: dict[str, Any] = {
     "dashboards": {"enabled": True, "annotations": {"grafana_folder": "Kafka"}},
 }
 
+#: Where the chart mounts the web configuration of /metrics and its certificates
+#: (templates/_helpers.tpl, krm.webConfig.root).
+WEB_ROOT = "/etc/kafka-replication-monitor/web"
+#: The basic-auth password Prometheus would send (webConfig.scrape.basicAuthSecret's).
+SCRAPE_PASSWORD = "scrape-me-if-you-can"
+#: The existing Secrets the guarded render names (none is rendered by the chart).
+TLS_SECRET = "krm-metrics-tls"  # kubernetes.io/tls, e.g. a cert-manager Certificate's
+CLIENT_CERT_SECRET = "prometheus-client-tls"  # Prometheus' client certificate
+BASIC_AUTH_SECRET = "prometheus-basic-auth"  # Prometheus' user and password
+
+#: Both /metrics guarded: TLS with mutual TLS, a basic-auth user (a real bcrypt hash), the
+#: ServiceMonitors' scrape settings, the NetworkPolicies. On top of ALL_ENABLED.
+GUARDED: dict[str, Any] = {
+    "webConfig": {
+        "enabled": True,
+        "tls": {
+            "enabled": True,
+            "secretName": TLS_SECRET,
+            "clientAuthType": "RequireAndVerifyClientCert",
+        },
+        "basicAuthUsers": {
+            "prometheus": bcrypt.hashpw(SCRAPE_PASSWORD.encode(), bcrypt.gensalt(10)).decode()
+        },
+        "scrape": {
+            "clientCertSecret": {"name": CLIENT_CERT_SECRET},
+            "basicAuthSecret": {"name": BASIC_AUTH_SECRET},
+        },
+    },
+    "networkPolicy": {"enabled": True},
+}
+
 
 @dataclass(frozen=True)
 class Tools:
@@ -158,9 +190,12 @@ def template(
     release: str = "krm",
     namespace: str = "monitoring",
     kube_version: str | None = None,
+    extra: Sequence[str] = (),
 ) -> subprocess.CompletedProcess[str]:
-    """``helm template`` of the chart with ``values`` (a values file); the process."""
+    """``helm template`` of the chart with ``values`` (a values file) and ``extra``
+    arguments; the process."""
     argv: list[str | Path] = [tools.helm, "template", release, CHART, "--namespace", namespace]
+    argv += extra
     if values is not None:
         fd, name = tempfile.mkstemp(prefix="values-", suffix=".yaml", dir=tmp)
         os.close(fd)
@@ -196,6 +231,70 @@ def one(docs: Iterable[dict[str, Any]], kind: str, component: str | None = None)
 
 def matches(selector: Mapping[str, str], labels: Mapping[str, str]) -> bool:
     return all(labels.get(k) == v for k, v in selector.items())
+
+
+def selects(selector: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    """Whether a LabelSelector (matchLabels and matchExpressions) selects ``labels``."""
+    if not matches(selector.get("matchLabels", {}), labels):
+        return False
+    for e in selector.get("matchExpressions", []):
+        key, op, values = e["key"], e["operator"], e.get("values", [])
+        ok = {
+            "In": key in labels and labels[key] in values,
+            "NotIn": key not in labels or labels[key] not in values,
+            "Exists": key in labels,
+            "DoesNotExist": key not in labels,
+        }[op]
+        if not ok:
+            return False
+    return True
+
+
+def mounted(
+    path: str, volumes: Sequence[Mapping[str, Any]], mounts: Sequence[Mapping[str, Any]]
+) -> tuple[str, str, Mapping[str, Any]]:
+    """What a container reads at ``path``: the Secret's name and key, and the mount
+    (AssertionError unless exactly one mount of a Secret holds it)."""
+    by_name = {v["name"]: v for v in volumes}
+    found = []
+    for m in mounts:
+        folder = m["mountPath"].rstrip("/") + "/"
+        if not path.startswith(folder) or "secret" not in by_name[m["name"]]:
+            continue
+        secret = by_name[m["name"]]["secret"]
+        rel = path.removeprefix(folder)
+        items = {i["path"]: i["key"] for i in secret.get("items", [])}
+        if not items or rel in items:
+            found.append((secret["secretName"], items.get(rel, rel), m))
+    assert len(found) == 1, f"{path}: mounted by {found}"
+    return found[0]
+
+
+def mount_secrets(
+    volumes: Sequence[Mapping[str, Any]],
+    mounts: Sequence[Mapping[str, Any]],
+    secrets: Mapping[str, Mapping[str, bytes]],
+    under: str,
+    dest: Path,
+) -> list[Path]:
+    """The files a container's Secret mounts under ``under`` would show, written below
+    ``dest`` (``under`` standing for ``dest``) from ``secrets`` (name -> key -> content), as
+    the kubelet writes them: the whole Secret, or its ``items``. The files written."""
+    by_name = {v["name"]: v for v in volumes}
+    written = []
+    for m in mounts:
+        if not (m["mountPath"] + "/").startswith(under.rstrip("/") + "/"):
+            continue
+        secret = by_name[m["name"]]["secret"]
+        data = secrets[secret["secretName"]]
+        items = {i["key"]: i["path"] for i in secret.get("items", [])} or {k: k for k in data}
+        folder = dest / m["mountPath"].removeprefix(under).lstrip("/")
+        for key, rel in items.items():
+            target = folder / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data[key])
+            written.append(target)
+    return written
 
 
 def scrape_jobs(docs: Sequence[dict[str, Any]]) -> dict[str, str]:

@@ -17,7 +17,14 @@
   streaming/config.py);
 - the pods: non-root, read-only root filesystem, probes on /metrics, secrets only as
   references to existing Secrets; the Spark pods' entrypoint script (files/bin) turns
-  Spark's ``driver`` / ``executor`` arguments into the right commands (run with stubs).
+  Spark's ``driver`` / ``executor`` arguments into the right commands (run with stubs);
+- guarded /metrics (webConfig, networkPolicy): the rendered web-config.yml loads with the
+  monitor's own loader (monitor/web/config.py) from the files the pods mount, the
+  collector's web_config_file and the driver's --web-config-file name it, the
+  ServiceMonitors scrape with https, tlsConfig and basicAuth (valid against the CRD), the
+  collector's probes are TCP connects, the NetworkPolicies admit the scrapers to the metrics
+  ports only (and the job's pods to each other), and values that would guard nothing or
+  blind Prometheus are refused, naming the value.
 
 The tools are installed by ``scripts/k8s-tools.sh install`` into .cache/tools (pinned:
 ``scripts/k8s-tools.sh versions``); promtool is Debian's (scripts/bootstrap.sh).
@@ -25,12 +32,14 @@ The tools are installed by ``scripts/k8s-tools.sh install`` into .cache/tools (p
 
 from __future__ import annotations
 
+import base64
 import copy
 import filecmp
 import json
 import os
 import re
 import shutil
+import ssl
 import subprocess
 import tomllib
 from pathlib import Path
@@ -39,28 +48,38 @@ from typing import Any
 import pytest
 import yaml  # type: ignore[import-untyped]
 
+from monitor.dev.pki import Pki, make_pki
 from tests.deploy.chart_helpers import (
     ALL_ENABLED,
+    BASIC_AUTH_SECRET,
     CHART,
+    CLIENT_CERT_SECRET,
     CLUSTERS,
     COLLECTOR_SELECTOR_DEFAULT,
     CR_SCHEMAS,
     DASHBOARDS_DIR,
+    GUARDED,
     JOB_LABEL_KEY,
     MONITOR_SELECTOR_DEFAULT,
     RULE_TESTS_DIR,
     RULES_DIR,
     RUNBOOK_DEFAULT,
+    SCRAPE_PASSWORD,
+    TLS_SECRET,
     TOOLS_SCRIPT,
+    WEB_ROOT,
     Tools,
     alert_rules,
     describe,
     install_tools,
     matches,
+    mount_secrets,
+    mounted,
     one,
     render,
     run,
     scrape_jobs,
+    selects,
     template,
     write_rule_files,
     write_values,
@@ -123,6 +142,20 @@ def least(values: dict[str, Any]) -> dict[str, Any]:
     return merge(CLUSTERS, values)
 
 
+#: The value sets the render checks run with: the least, every part on, and every part on
+#: with both /metrics guarded (GUARDED).
+VALUE_SETS: dict[str, dict[str, Any]] = {
+    "default": CLUSTERS,
+    "all": ALL_ENABLED,
+    "guarded": merge(ALL_ENABLED, GUARDED),
+}
+
+
+@pytest.fixture(scope="session")
+def guarded_docs(tools: Tools, work: Path) -> list[dict[str, Any]]:
+    return render(tools, work, VALUE_SETS["guarded"])
+
+
 # -- the copies ---------------------------------------------------------------------------------
 
 
@@ -170,9 +203,9 @@ def test_the_rule_files_carry_the_defaults_the_chart_replaces() -> None:
 # -- helm lint, helm template, values.schema.json ------------------------------------------------
 
 
-@pytest.mark.parametrize("values", ["default", "all"])
+@pytest.mark.parametrize("values", ["default", "all", "guarded"])
 def test_helm_lint(tools: Tools, work: Path, values: str) -> None:
-    given = ALL_ENABLED if values == "all" else CLUSTERS
+    given = VALUE_SETS[values]
     argv: list[str | Path] = [tools.helm, "lint", "--strict", CHART]
     argv += ["--values", write_values(work / f"lint-{values}.yaml", given)]
     proc = run(argv)
@@ -255,15 +288,21 @@ def is_custom(doc: dict[str, Any]) -> bool:
 
 
 @pytest.mark.parametrize("kube_version", KUBE_VERSIONS)
-@pytest.mark.parametrize("values", ["default", "all"])
+@pytest.mark.parametrize("values", ["default", "all", "guarded"])
 def test_core_objects_are_valid_kubernetes(
     tools: Tools, work: Path, values: str, kube_version: str
 ) -> None:
-    proc = template(
-        tools, work, ALL_ENABLED if values == "all" else CLUSTERS, kube_version=kube_version
-    )
+    """Strict kubernetes-validate of every core object (guarded: the web configuration's
+    Secret and both NetworkPolicies too)."""
+    proc = template(tools, work, VALUE_SETS[values], kube_version=kube_version)
     assert proc.returncode == 0, describe(proc)
     docs = [d for d in yaml.safe_load_all(proc.stdout) if d and not is_custom(d)]
+    if values == "guarded":
+        assert sorted(d["kind"] for d in docs if d["kind"] in ("NetworkPolicy", "Secret")) == [
+            "NetworkPolicy",
+            "NetworkPolicy",
+            "Secret",
+        ]
     folder = work / f"core-{values}-{kube_version}"
     folder.mkdir()
     files = []
@@ -282,12 +321,20 @@ def test_the_chart_refuses_an_older_kubernetes(tools: Tools, work: Path) -> None
     assert "chart requires kubeVersion: >=1.25.0-0" in proc.stderr, proc.stderr
 
 
+@pytest.mark.parametrize("values", ["all", "guarded"])
 def test_custom_resources_are_valid_against_their_crds(
-    tools: Tools, work: Path, all_docs: list[dict[str, Any]]
+    tools: Tools,
+    work: Path,
+    all_docs: list[dict[str, Any]],
+    guarded_docs: list[dict[str, Any]],
+    values: str,
 ) -> None:
-    customs = [d for d in all_docs if is_custom(d)]
+    """Every custom resource against its CRD's schema (guarded: the ServiceMonitors'
+    tlsConfig and basicAuth, the driver's web configuration mounts)."""
+    docs = guarded_docs if values == "guarded" else all_docs
+    customs = [d for d in docs if is_custom(d)]
     assert {(d["apiVersion"], d["kind"]) for d in customs} == set(CR_SCHEMAS)
-    folder = work / "custom"
+    folder = work / f"custom-{values}"
     folder.mkdir()
     for i, doc in enumerate(customs):
         path = folder / f"{i:02d}-{doc['kind']}.json"
@@ -845,17 +892,18 @@ def test_read_write_many_lets_executors_run_anywhere(tools: Tools, work: Path) -
     assert "affinity" not in one(docs, "SparkApplication")["spec"]["executor"]
 
 
-def test_notes_render(tools: Tools, work: Path) -> None:
+@pytest.mark.parametrize("values", ["all", "guarded"])
+def test_notes_render(tools: Tools, work: Path, values: str) -> None:
     """NOTES.txt, rendered through a template of a copy of the chart (helm install
     --dry-run wants a cluster; helm template leaves NOTES.txt out)."""
-    chart = work / "notes-chart" / CHART.name
+    chart = work / f"notes-chart-{values}" / CHART.name
     shutil.copytree(CHART, chart)
     (chart / "templates" / "zz-notes.yaml").write_text(
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: notes\ndata:\n"
         '  notes: {{ include (print $.Template.BasePath "/NOTES.txt") . | toJson }}\n'
     )
-    values = write_values(work / "notes.yaml", ALL_ENABLED)
-    proc = run([tools.helm, "template", "krm", chart, "-n", "monitoring", "--values", values])
+    values_file = write_values(work / f"notes-{values}.yaml", VALUE_SETS[values])
+    proc = run([tools.helm, "template", "krm", chart, "-n", "monitoring", "--values", values_file])
     assert proc.returncode == 0, describe(proc)
     docs = [d for d in yaml.safe_load_all(proc.stdout) if d]
     (text,) = [d["data"]["notes"] for d in docs if d["metadata"]["name"] == "notes"]
@@ -863,6 +911,479 @@ def test_notes_render(tools: Tools, work: Path) -> None:
     assert check in text
     assert "kubectl -n monitoring get sparkapplication krm-kafka-replication-monitor-stream" in text
     assert "runbook links https://kafka-replication-monitor.invalid/runbook#<kind>" in text
+    unguarded = "WARNING: /metrics is served on 0.0.0.0 in the pods with no TLS"
+    if values == "all":
+        assert unguarded in text
+        assert "curl -s 127.0.0.1:9479/metrics" in text  # the port-forwarded Service port
+    else:
+        assert unguarded not in text
+        host = "krm-kafka-replication-monitor-collector.monitoring.svc"
+        curl = (
+            "curl -s --cacert ca.crt --cert tls.crt --key tls.key "
+            f"--connect-to {host}:9479:127.0.0.1:9479 https://{host}:9479/metrics -u USER"
+        )
+        assert curl in text
+        assert "/metrics: https (RequireAndVerifyClientCert)" in text
+        assert "NetworkPolicies admit only networkPolicy.scrapers" in text
+
+
+# -- guarded /metrics: webConfig, networkPolicy ------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
+    """A throwaway CA with a server certificate and a client's (monitor/dev/pki.py)."""
+    return make_pki(tmp_path_factory.mktemp("pki"))
+
+
+def web_config_secret(docs: list[dict[str, Any]]) -> tuple[str, dict[str, bytes]]:
+    """The chart's web configuration Secret: its name and its data, decoded."""
+    secret = one(docs, "Secret", "web-config")
+    assert secret["type"] == "Opaque"
+    return secret["metadata"]["name"], {k: base64.b64decode(v) for k, v in secret["data"].items()}
+
+
+def metrics_pod(docs: list[dict[str, Any]], pod: str) -> tuple[list[Any], list[Any]]:
+    """The volumes and the container's mounts of a pod serving /metrics: the collector's,
+    or the Spark driver's."""
+    if pod == "collector":
+        spec = one(docs, "Deployment")["spec"]["template"]["spec"]
+        (container,) = spec["containers"]
+        return spec["volumes"], container["volumeMounts"]
+    app = one(docs, "SparkApplication")["spec"]
+    return app["volumes"], app["driver"]["volumeMounts"]
+
+
+def web_config_file_of(docs: list[dict[str, Any]], pod: str) -> str:
+    """The web configuration file a pod is given: collector.toml's web_config_file, the
+    driver's --web-config-file."""
+    if pod == "collector":
+        path = collector_toml(docs)["web_config_file"]
+    else:
+        args = one(docs, "SparkApplication")["spec"]["arguments"]
+        assert args.count("--web-config-file") == 1, args
+        path = args[args.index("--web-config-file") + 1]
+    assert isinstance(path, str) and path.startswith(WEB_ROOT + "/"), path
+    return path
+
+
+def load_in_pod(
+    docs: list[dict[str, Any]],
+    pod: str,
+    pki: Pki,
+    dest: Path,
+    others: dict[str, dict[str, bytes]] | None = None,
+) -> Any:
+    """monitor.web.config.load of the web configuration as ``pod`` reads it: what the
+    pod's Secret mounts under WEB_ROOT would hold, written below ``dest`` (the chart's
+    Secret; TLS_SECRET a kubernetes.io/tls Secret of ``pki``: tls.crt, tls.key, ca.crt;
+    ``others`` by name), each path in the file moved there too."""
+    from monitor.web.config import load
+
+    name, data = web_config_secret(docs)
+    here = str(dest).encode()
+    secrets = {
+        name: {k: v.replace(WEB_ROOT.encode(), here) for k, v in data.items()},
+        TLS_SECRET: {
+            "tls.crt": pki.server_cert.read_bytes(),
+            "tls.key": pki.server_key.read_bytes(),
+            "ca.crt": pki.ca.read_bytes(),
+        },
+        **(others or {}),
+    }
+    volumes, mounts = metrics_pod(docs, pod)
+    assert mount_secrets(volumes, mounts, secrets, WEB_ROOT, dest)
+    path = web_config_file_of(docs, pod)
+    return load(dest / path.removeprefix(WEB_ROOT + "/"))
+
+
+def basic(user: str, password: str) -> str:
+    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+
+
+@pytest.mark.parametrize("pod", ["collector", "driver"])
+def test_the_web_config_loads_with_the_monitors_loader(
+    guarded_docs: list[dict[str, Any]], pki: Pki, tmp_path: Path, pod: str
+) -> None:
+    """The rendered web-config.yml, read from the files the pod mounts, loads with
+    monitor.web.config's loader: TLS on, client certificates required, the user admitted
+    with its password and refused with another."""
+    _, data = web_config_secret(guarded_docs)
+    raw = yaml.safe_load(data["web-config.yml"])
+    assert raw["tls_server_config"]["client_auth_type"] == "RequireAndVerifyClientCert"
+    assert raw["basic_auth_users"] == GUARDED["webConfig"]["basicAuthUsers"]
+    cfg = load_in_pod(guarded_docs, pod, pki, tmp_path)
+    assert cfg.tls is not None
+    assert cfg.tls.verify_mode == ssl.CERT_REQUIRED
+    assert cfg.tls.minimum_version == ssl.TLSVersion.TLSv1_2
+    assert cfg.auth_required and set(cfg.users) == {"prometheus"}
+    assert cfg.authorized(basic("prometheus", SCRAPE_PASSWORD))
+    assert not cfg.authorized(basic("prometheus", "not-the-password"))
+    # Every file it names is one the pod mounts (the client CA: the TLS Secret's ca.crt).
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in cfg.files) == [
+        "config/web-config.yml",
+        "tls/ca.crt",
+        "tls/tls.crt",
+        "tls/tls.key",
+    ]
+
+
+#: webConfig shapes (on top of the least values) and what the loaded file must say: TLS,
+#: the client verification, the users, the files it reads (relative to WEB_ROOT).
+WEB_SHAPES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+    "tls-only": (
+        {"tls": {"enabled": True, "secretName": TLS_SECRET}},
+        {"verify": ssl.CERT_NONE, "users": set(), "files": {"tls/tls.crt", "tls/tls.key"}},
+    ),
+    "basic-auth-without-tls": (
+        {
+            "tls": {"enabled": False},
+            "basicAuthUsers": GUARDED["webConfig"]["basicAuthUsers"],
+            "scrape": {"basicAuthSecret": {"name": BASIC_AUTH_SECRET}},
+        },
+        {"verify": None, "users": {"prometheus"}, "files": set()},
+    ),
+    "client-ca-of-its-own": (
+        {
+            "tls": {
+                "enabled": True,
+                "secretName": TLS_SECRET,
+                "clientAuthType": "VerifyClientCertIfGiven",
+                "clientCASecret": {"name": "prometheus-client-ca", "key": "bundle.pem"},
+            }
+        },
+        {
+            "verify": ssl.CERT_OPTIONAL,
+            "users": set(),
+            "files": {"tls/tls.crt", "tls/tls.key", "client-ca/ca.crt"},
+        },
+    ),
+    "allowed-sans": (
+        {
+            "tls": {
+                "enabled": True,
+                "secretName": TLS_SECRET,
+                "clientAuthType": "RequireAndVerifyClientCert",
+                "clientAllowedSans": ["prometheus"],
+            },
+            "scrape": {"clientCertSecret": {"name": CLIENT_CERT_SECRET}},
+        },
+        {
+            "verify": ssl.CERT_REQUIRED,
+            "users": set(),
+            "files": {"tls/tls.crt", "tls/tls.key", "tls/ca.crt"},
+            "sans": {"prometheus"},
+        },
+    ),
+    "headers-and-rate-limit": (
+        {
+            "tls": {"enabled": True, "secretName": TLS_SECRET, "minVersion": "TLS13"},
+            "headers": {"Strict-Transport-Security": "max-age=31536000"},
+            "rateLimit": {"interval": "100ms", "burst": 10},
+        },
+        {
+            "verify": ssl.CERT_NONE,
+            "users": set(),
+            "files": {"tls/tls.crt", "tls/tls.key"},
+            "headers": {"Strict-Transport-Security": "max-age=31536000"},
+            "rate": (0.1, 10),
+            "min_version": ssl.TLSVersion.TLSv1_3,
+        },
+    ),
+}
+
+
+@pytest.mark.parametrize("shape", list(WEB_SHAPES))
+def test_every_web_config_shape_loads(
+    tools: Tools, work: Path, pki: Pki, tmp_path: Path, shape: str
+) -> None:
+    """Each shape of webConfig the chart renders (no TLS, no users, its own client CA,
+    allowed SANs, headers and a rate limit) loads with the monitor's loader in the
+    collector's pod, as the values say."""
+    web, want = WEB_SHAPES[shape]
+    docs = render(tools, work, least({"webConfig": {"enabled": True, **web}}))
+    cfg = load_in_pod(
+        docs,
+        "collector",
+        pki,
+        tmp_path,
+        {"prometheus-client-ca": {"bundle.pem": pki.ca.read_bytes()}},
+    )
+    assert (cfg.tls.verify_mode if cfg.tls else None) == want["verify"]
+    assert set(cfg.users) == want["users"]
+    files = {p.relative_to(tmp_path).as_posix() for p in cfg.files}
+    assert files == {"config/web-config.yml", *want["files"]}
+    assert cfg.allowed_sans == frozenset(want.get("sans", ()))
+    assert cfg.headers == want.get("headers", {})
+    assert (cfg.rate_interval_s, cfg.rate_burst) == want.get("rate", (0.0, 0))
+    if cfg.tls:
+        assert cfg.tls.minimum_version == want.get("min_version", ssl.TLSVersion.TLSv1_2)
+
+
+def test_the_collectors_web_config_file_is_the_mounted_secret(
+    guarded_docs: list[dict[str, Any]], all_docs: list[dict[str, Any]], secret_files: Path
+) -> None:
+    """collector.toml's web_config_file is the chart's Secret's web-config.yml where the
+    collector's container mounts that Secret (whole, read-only), and the file still loads
+    with the collector's settings model."""
+    from monitor.collector.config import CollectorConfig, unknown_env_keys
+
+    data = collector_toml(guarded_docs)
+    path = web_config_file_of(guarded_docs, "collector")
+    name, secret_data = web_config_secret(guarded_docs)
+    volumes, mounts = metrics_pod(guarded_docs, "collector")
+    secret_name, key, mount = mounted(path, volumes, mounts)
+    assert (secret_name, key) == (name, "web-config.yml")
+    assert key in secret_data
+    assert path == f"{mount['mountPath']}/{key}"
+    # Whole and read-only: Kubernetes updates the files in place, the server re-reads them.
+    assert mount["readOnly"] is True and "subPath" not in mount
+    container = one(guarded_docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert "MONITOR_COLLECTOR_WEB_CONFIG_FILE" not in env  # the environment would win
+    assert unknown_env_keys(env) == []
+    cfg = CollectorConfig.model_validate(relocate(data, secret_files))
+    assert cfg.web_config_file == Path(path)
+    assert cfg.metrics_host == "0.0.0.0"
+    # Off, no file.
+    assert "web_config_file" not in collector_toml(all_docs)
+
+
+def test_the_driver_is_given_the_mounted_web_config(
+    guarded_docs: list[dict[str, Any]],
+    all_docs: list[dict[str, Any]],
+    secret_files: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The SparkApplication's arguments carry --web-config-file with the file where the
+    driver mounts the chart's Secret (the executors, serving nothing, do not mount it),
+    and the job's settings model takes it."""
+    from streaming.cli import build_parser, config_from_args
+
+    spec = one(guarded_docs, "SparkApplication")["spec"]
+    path = web_config_file_of(guarded_docs, "driver")
+    assert path == web_config_file_of(guarded_docs, "collector")  # one file for both
+    name, _ = web_config_secret(guarded_docs)
+    secret_name, key, mount = mounted(path, spec["volumes"], spec["driver"]["volumeMounts"])
+    assert (secret_name, key) == (name, "web-config.yml")
+    assert mount["readOnly"] is True and "subPath" not in mount
+    assert not [m for m in spec["executor"]["volumeMounts"] if m["mountPath"].startswith(WEB_ROOT)]
+    for variable in [n for n in os.environ if n.startswith("MONITOR_")]:
+        monkeypatch.delenv(variable)
+    for item in spec["driver"]["env"]:
+        monkeypatch.setenv(item["name"], relocate(item["value"], secret_files))
+    cfg = config_from_args(build_parser().parse_args(spec["arguments"]))
+    assert cfg.web_config_file == Path(path)
+    assert cfg.metrics_host == "0.0.0.0"
+    # Off, no flag.
+    assert "--web-config-file" not in one(all_docs, "SparkApplication")["spec"]["arguments"]
+
+
+def test_an_existing_web_config_secret_is_mounted_whole(tools: Tools, work: Path) -> None:
+    """webConfig.existingSecret: no Secret rendered, that Secret mounted whole (its files
+    beside the configuration), existingSecretKey named by the collector and the driver,
+    the ServiceMonitors' CA from webConfig.scrape.caSecret."""
+    values = least(
+        {
+            "stream": {"enabled": True, "serviceMonitor": {"enabled": True}},
+            "collector": {"serviceMonitor": {"enabled": True}},
+            "webConfig": {
+                "enabled": True,
+                "existingSecret": "my-web-config",
+                "existingSecretKey": "node.yml",
+                "scrape": {"caSecret": {"name": "my-ca", "key": "root.pem"}},
+            },
+        }
+    )
+    docs = render(tools, work, values)
+    assert "Secret" not in kinds(docs)
+    for pod in ("collector", "driver"):
+        path = web_config_file_of(docs, pod)
+        volumes, mounts = metrics_pod(docs, pod)
+        secret_name, key, mount = mounted(path, volumes, mounts)
+        assert (secret_name, key) == ("my-web-config", "node.yml")
+        (volume,) = [v for v in volumes if v["name"] == mount["name"]]
+        assert "items" not in volume["secret"]  # whole: the files it names are there too
+        assert [m for m in mounts if m["mountPath"].startswith(WEB_ROOT)] == [mount]
+    for component in ("collector", "stream"):
+        (endpoint,) = one(docs, "ServiceMonitor", component)["spec"]["endpoints"]
+        assert endpoint["scheme"] == "https"  # webConfig.tls.enabled's default
+        assert endpoint["tlsConfig"]["ca"] == {"secret": {"name": "my-ca", "key": "root.pem"}}
+        assert "basicAuth" not in endpoint
+
+
+def test_the_service_monitors_scrape_the_guarded_endpoints(
+    guarded_docs: list[dict[str, Any]], all_docs: list[dict[str, Any]]
+) -> None:
+    """Each ServiceMonitor scrapes https, checks the server's certificate against the TLS
+    Secret's ca.crt and its metrics Service's DNS name, presents Prometheus' client
+    certificate and sends the basic-auth Secret's user and password; unguarded, plain
+    http with none of them."""
+    for component in ("collector", "stream"):
+        sm = one(guarded_docs, "ServiceMonitor", component)
+        service = one(guarded_docs, "Service", component)
+        assert matches(sm["spec"]["selector"]["matchLabels"], service["metadata"]["labels"])
+        (endpoint,) = sm["spec"]["endpoints"]
+        assert endpoint["scheme"] == "https"
+        assert endpoint["tlsConfig"] == {
+            "serverName": f"{service['metadata']['name']}.monitoring.svc",
+            "ca": {"secret": {"name": TLS_SECRET, "key": "ca.crt"}},
+            "cert": {"secret": {"name": CLIENT_CERT_SECRET, "key": "tls.crt"}},
+            "keySecret": {"name": CLIENT_CERT_SECRET, "key": "tls.key"},
+        }
+        assert endpoint["basicAuth"] == {
+            "username": {"name": BASIC_AUTH_SECRET, "key": "username"},
+            "password": {"name": BASIC_AUTH_SECRET, "key": "password"},
+        }
+        (plain,) = one(all_docs, "ServiceMonitor", component)["spec"]["endpoints"]
+        assert plain["scheme"] == "http"
+        assert "tlsConfig" not in plain and "basicAuth" not in plain
+
+
+def test_the_network_policies_admit_the_scrapers_to_the_metrics_ports(
+    guarded_docs: list[dict[str, Any]],
+) -> None:
+    """The collector's NetworkPolicy admits the default scrapers (prometheus-operator's
+    Prometheus and PrometheusAgent pods) to its metrics port alone; the job's selects the
+    driver and the executors and admits the scrapers to the driver's metrics port and the
+    job's own pods on any port."""
+    scrapers = yaml.safe_load((CHART / "values.yaml").read_text())["networkPolicy"]["scrapers"]
+    prometheus = {"app.kubernetes.io/name": "prometheus", "prometheus": "kps"}
+    agent = {"app.kubernetes.io/name": "prometheus-agent"}
+    deployment = one(guarded_docs, "Deployment")["spec"]["template"]
+    collector = deployment["metadata"]["labels"]
+    app = one(guarded_docs, "SparkApplication")["spec"]
+    driver = {**app["driver"]["labels"], "spark-role": "driver"}
+    executor = {**app["executor"]["labels"], "spark-role": "executor"}
+    for peer in scrapers:  # any namespace, those pods only
+        assert peer["namespaceSelector"] == {}
+    assert all(any(selects(p["podSelector"], pod) for p in scrapers) for pod in (prometheus, agent))
+    assert not any(
+        selects(p["podSelector"], pod) for p in scrapers for pod in (collector, driver, executor)
+    )
+    policies = {
+        d["metadata"]["labels"]["app.kubernetes.io/component"]: d["spec"]
+        for d in guarded_docs
+        if d["kind"] == "NetworkPolicy"
+    }
+    assert set(policies) == {"collector", "stream"}
+
+    c = policies["collector"]
+    assert c["policyTypes"] == ["Ingress"]
+    assert selects(c["podSelector"], collector)
+    assert not any(selects(c["podSelector"], pod) for pod in (driver, executor))
+    (port,) = [p["containerPort"] for p in deployment["spec"]["containers"][0]["ports"]]
+    assert port == ALL_ENABLED["collector"]["metrics"]["port"]
+    assert c["ingress"] == [{"from": scrapers, "ports": [{"port": port, "protocol": "TCP"}]}]
+
+    s = policies["stream"]
+    assert s["policyTypes"] == ["Ingress"]
+    assert selects(s["podSelector"], driver) and selects(s["podSelector"], executor)
+    assert not selects(s["podSelector"], collector)
+    own, scrape = s["ingress"]
+    assert "ports" not in own  # Spark's RPC and block managers: its own ports
+    (peer,) = own["from"]
+    assert set(peer) == {"podSelector"}  # this namespace's pods only
+    assert selects(peer["podSelector"], driver) and selects(peer["podSelector"], executor)
+    assert not selects(peer["podSelector"], collector)
+    (port,) = [p["containerPort"] for p in app["driver"]["ports"]]
+    assert port == ALL_ENABLED["stream"]["metrics"]["port"]
+    assert scrape == {"from": scrapers, "ports": [{"port": port, "protocol": "TCP"}]}
+
+
+@pytest.mark.parametrize("schema", [True, False], ids=["schema", "template"])
+def test_an_empty_scrapers_list_is_refused(tools: Tools, work: Path, schema: bool) -> None:
+    """networkPolicy.scrapers: [] (a rule with an empty `from` admits everyone) fails helm
+    template naming the value: the schema, and the template itself without the schema
+    (--skip-schema-validation)."""
+    values = least(
+        {"stream": {"enabled": True}, "networkPolicy": {"enabled": True, "scrapers": []}}
+    )
+    extra = () if schema else ("--skip-schema-validation",)
+    proc = template(tools, work, values, extra=extra)
+    assert proc.returncode != 0, "rendered with no scrapers"
+    if schema:
+        assert "values don't meet the specifications of the schema" in proc.stderr, proc.stderr
+        assert "/networkPolicy/scrapers" in proc.stderr
+    else:
+        assert "networkPolicy.scrapers is empty" in proc.stderr, proc.stderr
+
+
+#: A guarded collector that renders (GUARDED's webConfig, its ServiceMonitor on): each case
+#: of test_the_chart_refuses_a_guard_that_blinds_or_guards_nothing breaks it once.
+GUARDED_COLLECTOR = least(
+    {"collector": {"serviceMonitor": {"enabled": True}}, "webConfig": GUARDED["webConfig"]}
+)
+
+
+@pytest.mark.parametrize(
+    ("change", "refused_by", "complaint"),
+    [
+        ({}, None, None),
+        ({"scrape": {"basicAuthSecret": {"name": ""}}}, "chart",
+         "webConfig.scrape.basicAuthSecret.name is required with webConfig.basicAuthUsers"),
+        ({"scrape": {"clientCertSecret": {"name": ""}}}, "chart",
+         "webConfig.scrape.clientCertSecret.name is required with "
+         "webConfig.tls.clientAuthType RequireAndVerifyClientCert"),
+        ({"tls": {"secretName": ""}}, "chart",
+         "webConfig.tls.secretName is required with webConfig.tls.enabled"),
+        ({"tls": {"enabled": False}, "basicAuthUsers": None}, "chart",
+         "webConfig: neither TLS (webConfig.tls) nor basic-auth users"),
+        ({"existingSecret": "my-web-config"}, "chart",
+         "webConfig.scrape.caSecret.name is required with webConfig.existingSecret"),
+        ({"tls": {"clientAuthType": "VerifyClientCertIfGiven", "clientAllowedSans": ["p"]}},
+         "chart", "webConfig.tls.clientAllowedSans needs webConfig.tls.clientAuthType "
+         "RequireAndVerifyClientCert"),
+        ({"rateLimit": {"interval": "100ms"}}, "chart",
+         "webConfig.rateLimit.burst is required with webConfig.rateLimit"),
+        ({"basicAuthUsers": {"prometheus": "hunter2"}}, "schema",
+         "/webConfig/basicAuthUsers/prometheus"),
+        ({"basicAuthUsers": {"prometheus": "$2y$10$tooshort"}}, "schema",
+         "/webConfig/basicAuthUsers/prometheus"),
+        ({"tls": {"clientAuthType": "RequireAnyClientCert"}}, "schema",
+         "/webConfig/tls/clientAuthType"),
+    ],
+    ids=["valid", "users-no-basic-auth-secret", "mtls-no-client-cert", "tls-no-secret",
+         "nothing-guarded", "existing-secret-no-ca", "sans-not-required", "rate-no-burst",
+         "password-not-hash", "short-hash", "unverified-client-cert"],
+)  # fmt: skip
+def test_the_chart_refuses_a_guard_that_blinds_or_guards_nothing(
+    tools: Tools,
+    work: Path,
+    change: dict[str, Any],
+    refused_by: str | None,
+    complaint: str | None,
+) -> None:
+    """krm.webConfig.validate refuses values that would guard nothing, blind Prometheus
+    (its ServiceMonitors without the Secrets to pass the guard) or stop the monitor (a file
+    its loader refuses); the schema refuses a user whose value is no bcrypt hash. One line
+    each, naming the value."""
+    proc = template(tools, work, merge(GUARDED_COLLECTOR, {"webConfig": change}))
+    if refused_by is None:
+        assert proc.returncode == 0, describe(proc)
+        return
+    assert proc.returncode != 0, f"rendered with {change}"
+    assert complaint is not None and complaint in proc.stderr, proc.stderr
+    schema = "values don't meet the specifications of the schema" in proc.stderr
+    assert schema == (refused_by == "schema"), proc.stderr
+    assert SCRAPE_PASSWORD not in proc.stderr
+
+
+def test_guarded_probes_are_tcp_connects(
+    guarded_docs: list[dict[str, Any]], all_docs: list[dict[str, Any]]
+) -> None:
+    """With webConfig on, the collector's probes connect to the metrics port (a GET would
+    need the password or a client certificate); off, they GET /metrics."""
+    (guarded,) = one(guarded_docs, "Deployment")["spec"]["template"]["spec"]["containers"]
+    (plain,) = one(all_docs, "Deployment")["spec"]["template"]["spec"]["containers"]
+    for probe in ("livenessProbe", "readinessProbe"):
+        assert guarded[probe]["tcpSocket"] == {"port": "metrics"}
+        assert "httpGet" not in guarded[probe]
+        assert plain[probe]["httpGet"] == {"path": "/metrics", "port": "metrics"}
+        assert "tcpSocket" not in plain[probe]
+        # The rest of the probe is the values'.
+        rest = {k: v for k, v in guarded[probe].items() if k != "tcpSocket"}
+        assert rest == {k: v for k, v in plain[probe].items() if k != "httpGet"}
 
 
 def test_tools_are_pinned() -> None:

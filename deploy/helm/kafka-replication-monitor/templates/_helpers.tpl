@@ -343,3 +343,221 @@ driver in the image). Python 3.11+ leaves that folder out with PYTHONSAFEPATH. *
 {{ toYaml . }}
 {{- end }}
 {{- end }}
+
+{{/*
+/metrics behind the Prometheus web configuration file (webConfig; monitor/web/config.py).
+
+Mounted, as folders of their own (a mount inside a Secret's read-only folder could not be
+made), under krm.webConfig.root:
+  config/     the web configuration: the chart's Secret (web-config.yml), or
+              webConfig.existingSecret whole (its relative paths resolve there)
+  tls/        webConfig.tls.secretName whole (tls.crt, tls.key, ca.crt)
+  client-ca/  webConfig.tls.clientCASecret (ca.crt)
+Whole Secrets, never subPath: Kubernetes updates them in place and the server re-reads them.
+*/}}
+{{- define "krm.webConfig.root" -}}/etc/kafka-replication-monitor/web{{- end }}
+
+{{- define "krm.webConfig.secretName" -}}
+{{- .Values.webConfig.existingSecret | default (include "krm.componentName" (dict "root" . "component" "web-config")) }}
+{{- end }}
+
+{{/* The path of the web configuration file in the pods. */}}
+{{- define "krm.webConfig.file" -}}
+{{- $w := .Values.webConfig }}
+{{- printf "%s/config/%s" (include "krm.webConfig.root" .) (ternary $w.existingSecretKey "web-config.yml" (not (empty $w.existingSecret))) }}
+{{- end }}
+
+{{/* "https" or "http": the scheme both /metrics serve. */}}
+{{- define "krm.webConfig.scheme" -}}
+{{- if and .Values.webConfig.enabled .Values.webConfig.tls.enabled }}https{{ else }}http{{ end }}
+{{- end }}
+
+{{/* The client CA (mutual TLS) of the rendered file: "" when clients are not verified. */}}
+{{- define "krm.webConfig.clientCAFile" -}}
+{{- $t := .Values.webConfig.tls }}
+{{- if and $t.enabled (ne $t.clientAuthType "NoClientCert") }}
+{{- if $t.clientCASecret.name }}{{ printf "%s/client-ca/ca.crt" (include "krm.webConfig.root" .) }}
+{{- else }}{{ printf "%s/tls/ca.crt" (include "krm.webConfig.root" .) }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* The rendered web-config.yml (inline values; not with existingSecret). */}}
+{{- define "krm.webConfig.content" -}}
+{{- $w := .Values.webConfig }}
+{{- $root := include "krm.webConfig.root" . }}
+{{- $out := dict }}
+{{- if $w.tls.enabled }}
+{{- $tls := dict "cert_file" (printf "%s/tls/tls.crt" $root) "key_file" (printf "%s/tls/tls.key" $root) "client_auth_type" $w.tls.clientAuthType "min_version" $w.tls.minVersion }}
+{{- with include "krm.webConfig.clientCAFile" . }}
+{{- $_ := set $tls "client_ca_file" . }}
+{{- end }}
+{{- with $w.tls.clientAllowedSans }}
+{{- $_ := set $tls "client_allowed_sans" . }}
+{{- end }}
+{{- $_ := set $out "tls_server_config" $tls }}
+{{- end }}
+{{- with $w.basicAuthUsers }}
+{{- $_ := set $out "basic_auth_users" . }}
+{{- end }}
+{{- with $w.headers }}
+{{- $_ := set $out "http_server_config" (dict "headers" .) }}
+{{- end }}
+{{- with $w.rateLimit }}
+{{- $_ := set $out "rate_limit" . }}
+{{- end }}
+{{- toYaml $out }}
+{{- end }}
+
+{{/*
+Values that would serve nothing guarded, or guard Prometheus out: refused with one line
+naming the value.
+*/}}
+{{- define "krm.webConfig.validate" -}}
+{{- $w := .Values.webConfig }}
+{{- if $w.enabled }}
+{{- $monitors := or (and .Values.collector.enabled .Values.collector.serviceMonitor.enabled) (and .Values.stream.enabled .Values.stream.serviceMonitor.enabled) }}
+{{- if not $w.existingSecret }}
+{{- if and $w.tls.enabled (not $w.tls.secretName) }}
+{{- fail "webConfig.tls.secretName is required with webConfig.tls.enabled: the existing kubernetes.io/tls Secret (tls.crt, tls.key), e.g. a cert-manager Certificate's" }}
+{{- end }}
+{{- if and (not $w.tls.enabled) (not $w.basicAuthUsers) }}
+{{- fail "webConfig: neither TLS (webConfig.tls) nor basic-auth users (webConfig.basicAuthUsers): nothing would be guarded" }}
+{{- end }}
+{{- if and $w.tls.enabled $w.tls.clientAllowedSans (ne $w.tls.clientAuthType "RequireAndVerifyClientCert") }}
+{{- fail "webConfig.tls.clientAllowedSans needs webConfig.tls.clientAuthType RequireAndVerifyClientCert: a client without a certificate has no SAN to match (the monitor refuses the file and does not start)" }}
+{{- end }}
+{{- if and $w.rateLimit (not $w.rateLimit.burst) }}
+{{- fail "webConfig.rateLimit.burst is required with webConfig.rateLimit: a burst of 0 answers every request 429, Prometheus' scrapes included" }}
+{{- end }}
+{{- end }}
+{{- if $monitors }}
+{{- if and $w.tls.enabled (not $w.scrape.caSecret.name) (or $w.existingSecret (not $w.tls.secretName)) }}
+{{- fail "webConfig.scrape.caSecret.name is required with webConfig.existingSecret and TLS: the Secret with the CA that signed the server's certificate, for the ServiceMonitors' tlsConfig.ca" }}
+{{- end }}
+{{- if and (not $w.existingSecret) $w.basicAuthUsers (not $w.scrape.basicAuthSecret.name) }}
+{{- fail "webConfig.scrape.basicAuthSecret.name is required with webConfig.basicAuthUsers: the Secret with the user and password Prometheus sends (the ServiceMonitors' basicAuth); without it every scrape is answered 401" }}
+{{- end }}
+{{- if and (not $w.existingSecret) $w.tls.enabled (eq $w.tls.clientAuthType "RequireAndVerifyClientCert") (not $w.scrape.clientCertSecret.name) }}
+{{- fail "webConfig.scrape.clientCertSecret.name is required with webConfig.tls.clientAuthType RequireAndVerifyClientCert: Prometheus' client certificate (the ServiceMonitors' tlsConfig.cert and keySecret); without it every scrape fails its handshake" }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* The pod volumes of the web configuration (a YAML list; empty when off). */}}
+{{- define "krm.webConfig.volumes" -}}
+{{- $w := .Values.webConfig }}
+{{- if $w.enabled }}
+- name: web-config
+  secret:
+    secretName: {{ include "krm.webConfig.secretName" . }}
+    defaultMode: 0440
+{{- if not $w.existingSecret }}
+{{- if $w.tls.enabled }}
+- name: web-tls
+  secret:
+    secretName: {{ $w.tls.secretName }}
+    defaultMode: 0440
+{{- if and (ne $w.tls.clientAuthType "NoClientCert") $w.tls.clientCASecret.name }}
+- name: web-client-ca
+  secret:
+    secretName: {{ $w.tls.clientCASecret.name }}
+    defaultMode: 0440
+    items:
+      - key: {{ $w.tls.clientCASecret.key }}
+        path: ca.crt
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* Their mounts (read-only). */}}
+{{- define "krm.webConfig.volumeMounts" -}}
+{{- $w := .Values.webConfig }}
+{{- $root := include "krm.webConfig.root" . }}
+{{- if $w.enabled }}
+- name: web-config
+  mountPath: {{ $root }}/config
+  readOnly: true
+{{- if not $w.existingSecret }}
+{{- if $w.tls.enabled }}
+- name: web-tls
+  mountPath: {{ $root }}/tls
+  readOnly: true
+{{- if and (ne $w.tls.clientAuthType "NoClientCert") $w.tls.clientCASecret.name }}
+- name: web-client-ca
+  mountPath: {{ $root }}/client-ca
+  readOnly: true
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+A ServiceMonitor endpoint's scheme, tlsConfig and basicAuth for the guarded /metrics
+(prometheus-operator's Endpoint: tlsConfig.ca/cert/keySecret/serverName, basicAuth.username
+/password, each a SecretKeySelector in the ServiceMonitor's namespace). Argument: (dict
+"root" $ "service" <the metrics Service's name>).
+*/}}
+{{- define "krm.webConfig.endpoint" -}}
+{{- $w := .root.Values.webConfig }}
+{{- $s := $w.scrape }}
+scheme: {{ include "krm.webConfig.scheme" .root }}
+{{- if and $w.enabled $w.tls.enabled }}
+tlsConfig:
+  # The name in the server's certificate (Prometheus connects to the pod's IP).
+  serverName: {{ $s.serverName | default (printf "%s.%s.svc" .service .root.Release.Namespace) }}
+  ca:
+    secret:
+      name: {{ $s.caSecret.name | default $w.tls.secretName }}
+      key: {{ $s.caSecret.key }}
+  {{- if $s.clientCertSecret.name }}
+  cert:
+    secret:
+      name: {{ $s.clientCertSecret.name }}
+      key: {{ $s.clientCertSecret.certKey }}
+  keySecret:
+    name: {{ $s.clientCertSecret.name }}
+    key: {{ $s.clientCertSecret.keyKey }}
+  {{- end }}
+{{- end }}
+{{- if and $w.enabled $s.basicAuthSecret.name }}
+basicAuth:
+  username:
+    name: {{ $s.basicAuthSecret.name }}
+    key: {{ $s.basicAuthSecret.usernameKey }}
+  password:
+    name: {{ $s.basicAuthSecret.name }}
+    key: {{ $s.basicAuthSecret.passwordKey }}
+{{- end }}
+{{- end }}
+
+{{/* The NetworkPolicy rule admitting the scrapers to a metrics port (an ingress list item). */}}
+{{- define "krm.networkPolicy.scrapeRule" -}}
+{{- if not .root.Values.networkPolicy.scrapers }}
+{{- fail "networkPolicy.scrapers is empty: a NetworkPolicy rule with an empty `from` admits everyone; name the scrapers (NetworkPolicy peers), or turn networkPolicy.enabled off" }}
+{{- end }}
+# The scrapers (networkPolicy.scrapers), to /metrics only.
+- from:
+    {{- toYaml .root.Values.networkPolicy.scrapers | nindent 4 }}
+  ports:
+    - port: {{ .port }}
+      protocol: TCP
+{{- with .root.Values.networkPolicy.extraIngress }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* NOTES.txt's curl of a port-forwarded /metrics (dict "root" $ "service" NAME "port" N). */}}
+{{- define "krm.notes.curl" -}}
+{{- $w := .root.Values.webConfig }}
+{{- if not $w.enabled -}}
+curl -s 127.0.0.1:{{ .port }}/metrics
+{{- else -}}
+{{- $host := $w.scrape.serverName | default (printf "%s.%s.svc" .service .root.Release.Namespace) -}}
+curl -s{{ if $w.tls.enabled }} --cacert ca.crt{{ if ne $w.tls.clientAuthType "NoClientCert" }} --cert tls.crt --key tls.key{{ end }} --connect-to {{ $host }}:{{ .port }}:127.0.0.1:{{ .port }} https://{{ $host }}:{{ .port }}{{ else }} http://127.0.0.1:{{ .port }}{{ end }}/metrics{{ if or $w.basicAuthUsers $w.scrape.basicAuthSecret.name $w.existingSecret }} -u USER{{ end }}
+{{- end }}
+{{- end }}
